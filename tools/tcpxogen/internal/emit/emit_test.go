@@ -1,0 +1,72 @@
+package emit
+
+import (
+	"bytes"
+	"go/parser"
+	"go/token"
+	"strings"
+	"testing"
+
+	"github.com/sebdah/goldie/v2"
+
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/facts"
+)
+
+func sample() *facts.Facts {
+	return &facts.Facts{
+		PluginVersion:      "v1.0.15",
+		InstallerImage:     "example.com/installer:v1.0.15@sha256:" + strings.Repeat("a", 64),
+		DaemonImage:        "example.com/daemon:v1.0.21@sha256:" + strings.Repeat("b", 64),
+		DaemonVersion:      "v1.0.21",
+		NCCLVersion:        "2.28.7",
+		LibDir:             "/usr/local/nvidia/lib64",
+		DefaultProfile:     []facts.EnvVar{{"LD_LIBRARY_PATH", "/usr/local/nvidia/lib64"}, {"NCCL_PROTO", "Simple,LL128"}},
+		SimpleProfile:      []facts.EnvVar{{"NCCL_PROTO", "Simple"}, {"NCCL_WEIRD", "a \"quoted\"\nvalue`"}},
+		PluginFiles:        []string{"a3plus_tuner_config.textproto", "libnccl-tuner.so"},
+		Refused:            []string{"nccl-env-profile.sh: ls (line 9)"},
+		Normalized:         []string{"LD_LIBRARY_PATH"},
+		EntryScriptPresent: true,
+		Provenance: facts.Provenance{
+			Pinned: "example.com/installer:v1.0.15@sha256:" + strings.Repeat("a", 64), Source: "testdata", Kind: "testdata",
+			Read: "testdata/installer/v1.0.15", Digest: "sha256:" + strings.Repeat("c", 64), Substituted: true,
+			DefaultProfileSHA256: strings.Repeat("d", 64), SimpleProfileSHA256: strings.Repeat("e", 64),
+		},
+	}
+}
+
+func TestGoGolden(t *testing.T) {
+	out, err := Go("tcpxo", sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	goldie.New(t).Assert(t, "tcpxo", out)
+}
+
+func TestGoIsDeterministicAndParses(t *testing.T) {
+	a, err := Go("tcpxo", sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := Go("tcpxo", sample())
+	if !bytes.Equal(a, b) {
+		t.Fatal("two renders of the same facts differ")
+	}
+	if !bytes.HasPrefix(a, []byte("// "+Header+"\n")) {
+		t.Fatalf("output does not start with the generated-code header:\n%s", a[:80])
+	}
+	if _, err := parser.ParseFile(token.NewFileSet(), "zz_generated.go", a, parser.AllErrors); err != nil {
+		t.Fatalf("emitted code does not parse: %v", err)
+	}
+}
+
+func TestGoEmptyListsStillCompile(t *testing.T) {
+	f := sample()
+	f.PluginFiles, f.Refused, f.Normalized, f.SimpleProfile = nil, nil, nil, nil
+	out, err := Go("tcpxo", f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := parser.ParseFile(token.NewFileSet(), "x.go", out, 0); err != nil {
+		t.Fatalf("emitted code does not parse: %v\n%s", err, out)
+	}
+}

@@ -1,0 +1,60 @@
+// Package facts is the record of what extraction learned from the pinned
+// installer image: the data every emitter and check consumes. Keeping it a
+// plain value type lets emitters be tested without an image.
+package facts
+
+// EnvVar is one exported variable of an NCCL env profile, in export order.
+type EnvVar struct {
+	Name  string
+	Value string
+}
+
+// Facts is everything tcpxogen pins about one installer version.
+type Facts struct {
+	// PluginVersion is the version of record: the pinned installer tag. The
+	// plugin's own version is compiled in as integers and is not readable
+	// from the image, so the tag is the only authoritative string.
+	PluginVersion  string
+	InstallerImage string
+	DaemonImage    string
+	DaemonVersion  string
+	// NCCLVersion comes from the name libnccl.so resolves to (libnccl.so.X.Y.Z).
+	NCCLVersion string
+	LibDir      string
+
+	DefaultProfile []EnvVar
+	SimpleProfile  []EnvVar
+
+	// PluginFiles are the entries of /plugins seen in the layers read.
+	// PluginFilesComplete says whether the scan proved the list complete
+	// (it usually does not: proving it means reading the multi-GB base).
+	PluginFiles         []string
+	PluginFilesComplete bool
+	EntryScriptPresent  bool
+
+	// Refused lists external commands the profile sandbox refused, as
+	// "profile: command (line N)", so the skipped NIC discovery is visible.
+	Refused []string
+	// Normalized names variables whose empty list elements were dropped.
+	Normalized []string
+
+	Provenance Provenance
+}
+
+// Provenance says where the facts came from.
+type Provenance struct {
+	Pinned string // the BOM's pinned installer reference
+	// Source is the --source value that reproduces this extraction; a
+	// generator run without --source reuses it.
+	Source      string
+	Kind        string // registry, oci-layout, testdata, registry-substitute
+	Read        string // what was actually read
+	Digest      string // manifest digest actually read
+	Substituted bool   // true when Read is not the pinned image
+	// DefaultProfileSHA256 and SimpleProfileSHA256 hash the script bytes.
+	DefaultProfileSHA256 string
+	SimpleProfileSHA256  string
+}
+
+// VersionOfRecord explains where PluginVersion comes from; emitted verbatim.
+const VersionOfRecord = "the pinned installer image tag: the plugin compiles its version in as integers and the image carries no version string or label"

@@ -1,0 +1,242 @@
+// Package reconstruction builds the bundled stand-in for Google's NCCL plugin
+// installer image from a source tree under testdata/installer/, and synthetic
+// base layers that give it the bulk of the real CUDA devel base.
+//
+// The build is reproducible: the same tree gives the same image digest on
+// every machine, so the digest recorded in generated provenance is a fact a
+// reviewer can re-derive, not an accident of the build host.
+package reconstruction
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// Epoch is the fixed timestamp of every entry and of the image config.
+// A constant (not the build time) is what makes the digest reproducible.
+var Epoch = time.Unix(0, 0).UTC()
+
+// LayersDir is where, inside an installer source tree, the per-layer
+// directories live; each child directory is one layer, applied in name order.
+const LayersDir = "layers"
+
+// Build turns the installer source tree at dir (e.g.
+// testdata/installer/v1.0.15) into an OCI image. bases are prepended below
+// the tree's own layers (normally none, or a synthetic base for benchmarks).
+func Build(dir string, bases ...v1.Layer) (v1.Image, error) {
+	layerDirs, err := listLayerDirs(dir)
+	if err != nil {
+		return nil, err
+	}
+	layers := append([]v1.Layer(nil), bases...)
+	for _, ld := range layerDirs {
+		l, err := LayerFromDir(ld)
+		if err != nil {
+			return nil, err
+		}
+		layers = append(layers, l)
+	}
+	return assemble(layers)
+}
+
+func listLayerDirs(dir string) ([]string, error) {
+	root := filepath.Join(dir, LayersDir)
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil, fmt.Errorf("read reconstruction tree: %w (expected %s/<NN-name>/ directories, one per layer)", err, root)
+	}
+	var dirs []string
+	for _, e := range entries {
+		if e.IsDir() {
+			dirs = append(dirs, filepath.Join(root, e.Name()))
+		}
+	}
+	if len(dirs) == 0 {
+		return nil, fmt.Errorf("reconstruction tree %s has no layer directories", root)
+	}
+	sort.Strings(dirs)
+	return dirs, nil
+}
+
+func assemble(layers []v1.Layer) (v1.Image, error) {
+	base := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+	base = mutate.ConfigMediaType(base, types.OCIConfigJSON)
+	img, err := mutate.AppendLayers(base, layers...)
+	if err != nil {
+		return nil, fmt.Errorf("assemble reconstruction image: %w", err)
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("read reconstruction config: %w", err)
+	}
+	cfg = cfg.DeepCopy()
+	cfg.Architecture, cfg.OS = "amd64", "linux"
+	cfg.Created = v1.Time{Time: Epoch}
+	cfg.Config.Entrypoint = []string{"/scripts/container_entry.sh"}
+	cfg.Config.Cmd = []string{"install", "--install-nccl"}
+	cfg.Config.Labels = map[string]string{
+		"org.opencontainers.image.description": "tcpxogen reconstruction of the NCCL plugin installer: scripts written from public facts, binaries are placeholders",
+	}
+	// History entries carry timestamps; drop them so only Epoch appears.
+	cfg.History = nil
+	img, err = mutate.ConfigFile(img, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("set reconstruction config: %w", err)
+	}
+	return img, nil
+}
+
+// LayerFromDir packs the tree rooted at dir into a reproducible layer:
+// sorted entries, fixed mtimes, uid/gid 0, canonical modes, PAX headers.
+// Git keeps only the executable bit, so modes are normalised to 0755/0644.
+func LayerFromDir(dir string) (v1.Layer, error) {
+	data, err := tarDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	return layerFromTar(data, gzip.BestCompression)
+}
+
+func layerFromTar(data []byte, level int) (v1.Layer, error) {
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(data)), nil
+	}, tarball.WithCompressionLevel(level), tarball.WithMediaType(types.OCILayer))
+	if err != nil {
+		return nil, fmt.Errorf("build layer: %w", err)
+	}
+	return l, nil
+}
+
+func tarDir(dir string) ([]byte, error) {
+	var paths []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p != dir {
+			paths = append(paths, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("walk layer %s: %w", dir, err)
+	}
+	sort.Strings(paths)
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, p := range paths {
+		if err := writeEntry(tw, dir, p); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, fmt.Errorf("close layer tar for %s: %w", dir, err)
+	}
+	return buf.Bytes(), nil
+}
+
+func writeEntry(tw *tar.Writer, root, p string) error {
+	rel, err := filepath.Rel(root, p)
+	if err != nil {
+		return err
+	}
+	name := filepath.ToSlash(rel)
+	info, err := os.Lstat(p)
+	if err != nil {
+		return fmt.Errorf("stat %s: %w", p, err)
+	}
+	hdr := &tar.Header{
+		Name:    name,
+		ModTime: Epoch,
+		Format:  tar.FormatPAX,
+	}
+	var body []byte
+	switch m := info.Mode(); {
+	case m.IsDir():
+		hdr.Typeflag, hdr.Name, hdr.Mode = tar.TypeDir, name+"/", 0o755
+	case m&fs.ModeSymlink != 0:
+		target, err := os.Readlink(p)
+		if err != nil {
+			return fmt.Errorf("read link %s: %w", p, err)
+		}
+		hdr.Typeflag, hdr.Linkname, hdr.Mode = tar.TypeSymlink, target, 0o777
+	case m.IsRegular():
+		if body, err = os.ReadFile(p); err != nil {
+			return fmt.Errorf("read %s: %w", p, err)
+		}
+		hdr.Typeflag, hdr.Size, hdr.Mode = tar.TypeReg, int64(len(body)), 0o644
+		if m&0o111 != 0 {
+			hdr.Mode = 0o755
+		}
+	default:
+		return fmt.Errorf("%s: unsupported file type %s in reconstruction tree (only files, directories and symlinks)", p, m.Type())
+	}
+	if err := tw.WriteHeader(hdr); err != nil {
+		return fmt.Errorf("write tar header for %s: %w", name, err)
+	}
+	if _, err := tw.Write(body); err != nil {
+		return fmt.Errorf("write tar body for %s: %w", name, err)
+	}
+	return nil
+}
+
+// Entry is one file of a layer built in memory (see LayerFromEntries).
+type Entry struct {
+	Name     string
+	Type     byte // tar.TypeReg, tar.TypeDir, tar.TypeSymlink, tar.TypeLink
+	Body     []byte
+	Linkname string
+	Mode     int64
+}
+
+// LayerFromEntries packs entries exactly as given (no sorting, no
+// normalisation of names), which is what hostile-image tests need.
+func LayerFromEntries(entries []Entry) (v1.Layer, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, e := range entries {
+		mode := e.Mode
+		if mode == 0 {
+			mode = 0o644
+		}
+		hdr := &tar.Header{Name: e.Name, Typeflag: e.Type, Linkname: e.Linkname, Mode: mode,
+			Size: int64(len(e.Body)), ModTime: Epoch, Format: tar.FormatPAX}
+		if e.Type != tar.TypeReg {
+			hdr.Size = 0
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return nil, fmt.Errorf("write tar header for %q: %w", e.Name, err)
+		}
+		if hdr.Size > 0 {
+			if _, err := tw.Write(e.Body); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return layerFromTar(buf.Bytes(), gzip.BestCompression)
+}
+
+// Installer is the source tree directory of an installer version below
+// root (the repository's testdata/installer).
+func Installer(root, version string) string {
+	return filepath.Join(root, path.Clean("/" + strings.TrimSpace(version))[1:])
+}
