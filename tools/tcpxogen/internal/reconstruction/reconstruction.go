@@ -40,11 +40,20 @@ const LayersDir = "layers"
 // testdata/installer/v1.0.15) into an OCI image. bases are prepended below
 // the tree's own layers (normally none, or a synthetic base for benchmarks).
 func Build(dir string, bases ...v1.Layer) (v1.Image, error) {
+	own, err := TreeLayers(dir)
+	if err != nil {
+		return nil, err
+	}
+	return Image(append(append([]v1.Layer(nil), bases...), own...)...)
+}
+
+// TreeLayers returns the layers of the source tree at dir, lowest first.
+func TreeLayers(dir string) ([]v1.Layer, error) {
 	layerDirs, err := listLayerDirs(dir)
 	if err != nil {
 		return nil, err
 	}
-	layers := append([]v1.Layer(nil), bases...)
+	var layers []v1.Layer
 	for _, ld := range layerDirs {
 		l, err := LayerFromDir(ld)
 		if err != nil {
@@ -52,7 +61,7 @@ func Build(dir string, bases ...v1.Layer) (v1.Image, error) {
 		}
 		layers = append(layers, l)
 	}
-	return assemble(layers)
+	return layers, nil
 }
 
 func listLayerDirs(dir string) ([]string, error) {
@@ -74,7 +83,9 @@ func listLayerDirs(dir string) ([]string, error) {
 	return dirs, nil
 }
 
-func assemble(layers []v1.Layer) (v1.Image, error) {
+// Image assembles layers (lowest first) into an OCI image with the
+// installer's entrypoint and a fixed creation time.
+func Image(layers ...v1.Layer) (v1.Image, error) {
 	base := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	base = mutate.ConfigMediaType(base, types.OCIConfigJSON)
 	img, err := mutate.AppendLayers(base, layers...)

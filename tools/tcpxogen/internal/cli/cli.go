@@ -1,0 +1,119 @@
+// Package cli implements tcpxogen's subcommands. Each is a function of its
+// arguments and streams, so tests drive the real command in-process.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+)
+
+// Exit codes: the contract scripts and the Makefile rely on.
+const (
+	ExitOK      = 0
+	ExitFailure = 1 // the command ran and found a problem
+	ExitUsage   = 2 // bad usage or bad input
+)
+
+// Streams are the command's outputs.
+type Streams struct {
+	Out io.Writer
+	Err io.Writer
+}
+
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string, s Streams) error
+}
+
+var commands = map[string]command{
+	"extract": {"read the pinned installer image and emit generated/tcpxo", runExtract},
+}
+
+// Main runs one subcommand and returns the process exit code.
+func Main(ctx context.Context, args []string, s Streams) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(s.Err)
+		if len(args) == 0 {
+			return ExitUsage
+		}
+		return ExitOK
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(s.Err, "tcpxogen: unknown command %q\n\n", args[0])
+		usage(s.Err)
+		return ExitUsage
+	}
+	err := cmd.run(ctx, args[1:], s)
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.Is(err, pflag.ErrHelp):
+		return ExitOK
+	}
+	fmt.Fprintf(s.Err, "tcpxogen %s: %v\n", args[0], err)
+	var ue usageError
+	if errors.As(err, &ue) {
+		return ExitUsage
+	}
+	return ExitFailure
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "Usage: tcpxogen COMMAND [flags]\n\nCommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun `tcpxogen COMMAND --help` for a command's flags.\nExit status: 0 ok, 1 failure, 2 bad usage or bad input.")
+}
+
+// usageError marks bad usage or bad input (exit 2).
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
+
+func badInput(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
+
+// newFlags returns a flag set whose parse errors and --help behave the same in
+// every subcommand.
+func newFlags(name, synopsis string, s Streams) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(s.Err)
+	fs.Usage = func() {
+		fmt.Fprintf(s.Err, "Usage: tcpxogen %s\n\nFlags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+func parse(fs *pflag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return badInput("unexpected arguments %q", fs.Args())
+	}
+	return nil
+}
+
+// isTerminal reports whether w is a terminal; progress is only for humans.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

@@ -1,0 +1,121 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/atomicfile"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/emit"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/extract"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/imagefs"
+)
+
+// GeneratedFile is the emitted file's name inside --out.
+const GeneratedFile = "zz_generated.go"
+
+func runExtract(ctx context.Context, args []string, s Streams) error {
+	fs := newFlags("extract", "extract [--bom FILE] [--source registry|testdata|oci-layout:DIR|REGISTRY/REPO@sha256:DIGEST] [--out DIR]", s)
+	root := fs.String("root", "", "repository root (default: the directory holding tcpxogen's go.mod, found upwards from the working directory)")
+	bomPath := fs.String("bom", bom.DefaultPath, "bill of materials, relative to --root")
+	releasesPath := fs.String("releases", bom.DefaultReleasesPath, "published release pairs, relative to --root")
+	source := fs.String("source", "", "where to read the installer image: registry (the pinned reference), testdata (the bundled reconstruction), oci-layout:DIR, or a substitute REGISTRY/REPO@sha256:DIGEST; default: the source recorded in the existing generated file")
+	out := fs.String("out", "generated/tcpxo", "output package directory, relative to --root")
+	cacheDir := fs.String("cache-dir", defaultCacheDir(), "content-addressed blob cache (verified on read); empty disables it")
+	libDir := fs.String("lib-dir", extract.DefaultLibDir, "NCCL_LIB_DIR the profiles are evaluated with")
+	lim := imagefs.DefaultLimits()
+	fs.Int64Var(&lim.MaxCompressedBytes, "max-read-bytes", lim.MaxCompressedBytes, "most layer bytes one scan may fetch")
+	fs.Int64Var(&lim.MaxExpandedBytes, "max-expanded-bytes", lim.MaxExpandedBytes, "most uncompressed bytes one scan may process")
+	fs.Int64Var(&lim.MaxFileBytes, "max-file-bytes", lim.MaxFileBytes, "largest file content that may be extracted")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	r, err := repoRoot(*root)
+	if err != nil {
+		return badInput("%w", err)
+	}
+	b, _, err := bom.LoadAll(filepath.Join(r, *bomPath), filepath.Join(r, *releasesPath))
+	if err != nil {
+		return badInput("%w", err)
+	}
+	outDir := filepath.Join(r, *out)
+	target := filepath.Join(outDir, GeneratedFile)
+	spec, err := sourceSpec(*source, target)
+	if err != nil {
+		return badInput("%w", err)
+	}
+	cfg := extract.Config{Root: r, BOM: b, Source: spec, CacheDir: *cacheDir, LibDir: *libDir, Limits: lim}
+	if isTerminal(s.Err) {
+		cfg.Progress = s.Err
+	}
+	res, err := extract.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	code, err := emit.Go(filepath.Base(outDir), res.Facts)
+	if err != nil {
+		return err
+	}
+	changed, err := atomicfile.Set{target: code}.Commit(0o644)
+	if err != nil {
+		return err
+	}
+	p := res.Facts.Provenance
+	state := "unchanged"
+	if len(changed) > 0 {
+		state = "written"
+	}
+	fmt.Fprintf(s.Err, "extract: installer %s read from %s (%s, %s): %d+%d profile variables, NCCL %s; %d of %d layers, %d bytes read; %s %s\n",
+		res.Facts.PluginVersion, p.Read, p.Kind, substituted(p.Substituted), len(res.Facts.DefaultProfile), len(res.Facts.SimpleProfile),
+		res.Facts.NCCLVersion, res.Scan.LayersRead, res.Scan.LayersTotal, res.Scan.CompressedBytes, rel(r, target), state)
+	return nil
+}
+
+func sourceSpec(flag, generated string) (extract.SourceSpec, error) {
+	if flag == "" {
+		recorded, err := extract.RecordedSource(generated)
+		if err != nil {
+			return extract.SourceSpec{}, err
+		}
+		flag = recorded
+	}
+	return extract.ParseSource(flag)
+}
+
+func substituted(b bool) string {
+	if b {
+		return "SUBSTITUTE for the pinned image"
+	}
+	return "the pinned image"
+}
+
+func repoRoot(flag string) (string, error) {
+	if flag != "" {
+		return filepath.Abs(flag)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	return extract.FindRoot(wd)
+}
+
+func rel(root, p string) string {
+	if r, err := filepath.Rel(root, p); err == nil {
+		return r
+	}
+	return p
+}
+
+// defaultCacheDir honours TCPXOGEN_CACHE_DIR, then the user cache directory.
+func defaultCacheDir() string {
+	if d := os.Getenv("TCPXOGEN_CACHE_DIR"); d != "" {
+		return d
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "tcpxogen")
+	}
+	return ""
+}

@@ -1,0 +1,285 @@
+// Package extract turns the pinned installer image into facts: it opens the
+// image from the declared source, reads only the files it needs top-down,
+// evaluates the env profiles in a sandbox and checks that what the profiles
+// point at exists in the image.
+package extract
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/facts"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/imagefs"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/imagesource"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/profile"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/reconstruction"
+)
+
+// Paths inside the installer image (v1.0.15 layout, see tcpxo-facts.md).
+const (
+	DefaultProfilePath = "/scripts/nccl-env-profile.sh"
+	SimpleProfilePath  = "/scripts/nccl-env-profile-simple.sh"
+	EntryScriptPath    = "/scripts/container_entry.sh"
+	NCCLLibPath        = "/third_party/nccl-netsupport/build/lib/libnccl.so"
+	PluginDir          = "/plugins"
+
+	// DefaultLibDir is NCCL_LIB_DIR inside a workload pod: the host's
+	// /home/kubernetes/bin/nvidia is mounted at /usr/local/nvidia.
+	DefaultLibDir = "/usr/local/nvidia/lib64"
+
+	// TestdataDir holds one reconstruction source tree per installer version.
+	TestdataDir = "testdata/installer"
+)
+
+// Config is one extraction.
+type Config struct {
+	Root     string // repository root; testdata and relative paths resolve here
+	BOM      *bom.BOM
+	Source   SourceSpec
+	CacheDir string // "" disables the local cache
+	LibDir   string // NCCL_LIB_DIR for profile evaluation; default DefaultLibDir
+	Limits   imagefs.Limits
+	Progress io.Writer // nil: quiet
+
+	Transport http.RoundTripper  // nil: default transport
+	Stats     *imagesource.Stats // optional network counters
+}
+
+// Result is the extracted facts plus what the scan cost.
+type Result struct {
+	Facts *facts.Facts
+	Scan  imagefs.Stats
+}
+
+// Run extracts facts for cfg.BOM's installer from cfg.Source.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if cfg.LibDir == "" {
+		cfg.LibDir = DefaultLibDir
+	}
+	src, err := openSource(cfg)
+	if err != nil {
+		return nil, err
+	}
+	img, err := src.Image(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open installer image: %w", err)
+	}
+	scan, err := scanImage(ctx, cfg, img)
+	if err != nil {
+		return nil, err
+	}
+	f, err := assemble(ctx, cfg, scan)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkReferencedFiles(ctx, cfg, img, f, scan); err != nil {
+		return nil, err
+	}
+	p := src.Describe()
+	f.Provenance.Pinned = cfg.BOM.Images.Installer.Reference
+	f.Provenance.Source = cfg.Source.Raw
+	f.Provenance.Kind, f.Provenance.Read, f.Provenance.Digest, f.Provenance.Substituted = p.Kind, p.Read, p.Digest, p.Substituted
+	return &Result{Facts: f, Scan: scan.Stats}, nil
+}
+
+func openSource(cfg Config) (imagesource.Source, error) {
+	pinned := cfg.BOM.Images.Installer.Reference
+	opts := []imagesource.Option{}
+	if cfg.CacheDir != "" {
+		opts = append(opts, imagesource.WithCache(cfg.CacheDir))
+	}
+	if cfg.Transport != nil {
+		opts = append(opts, imagesource.WithTransport(cfg.Transport))
+	}
+	if cfg.Stats != nil {
+		opts = append(opts, imagesource.WithStats(cfg.Stats))
+	}
+	switch cfg.Source.Kind {
+	case SourceRegistry:
+		return imagesource.Registry(pinned, opts...)
+	case SourceSubstitute:
+		return imagesource.Substitute(pinned, cfg.Source.Arg, opts...)
+	case SourceOCILayout:
+		return imagesource.Layout(pinned, resolve(cfg.Root, cfg.Source.Arg), "", opts...)
+	case SourceTestdata:
+		return testdataSource(cfg)
+	}
+	return nil, fmt.Errorf("unknown source kind %q", cfg.Source.Kind)
+}
+
+func resolve(root, p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(root, p)
+}
+
+// testdataSource builds the bundled reconstruction for the BOM's installer
+// version. It is a substitute by construction, and provenance says so.
+func testdataSource(cfg Config) (imagesource.Source, error) {
+	version := cfg.BOM.Images.Installer.Version
+	rel := path.Join(TestdataDir, version)
+	dir := filepath.Join(cfg.Root, filepath.FromSlash(rel))
+	if _, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("no reconstruction of installer %s at %s: add one, or extract from the real image with --source registry", version, rel)
+	}
+	img, err := reconstruction.Build(dir)
+	if err != nil {
+		return nil, fmt.Errorf("build reconstruction %s: %w", rel, err)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		return nil, fmt.Errorf("digest reconstruction %s: %w", rel, err)
+	}
+	return imagesource.FromImage(cfg.BOM.Images.Installer.Reference, SourceTestdata, rel+"@"+d.String(), img), nil
+}
+
+func scanImage(ctx context.Context, cfg Config, img v1.Image) (*imagefs.Result, error) {
+	wants := []imagefs.Want{
+		{Path: DefaultProfilePath, Content: true},
+		{Path: SimpleProfilePath, Content: true},
+		{Path: EntryScriptPath},
+		{Path: NCCLLibPath},
+	}
+	opts := []imagefs.Option{imagefs.WithLimits(cfg.Limits), imagefs.WithList(PluginDir)}
+	if cfg.Progress != nil {
+		opts = append(opts, imagefs.WithProgress(cfg.Progress))
+	}
+	res, err := imagefs.Scan(ctx, img, wants, opts...)
+	if err != nil {
+		var missing *imagefs.MissingError
+		if errors.As(err, &missing) {
+			return nil, fmt.Errorf("installer %s is not the expected layout: %w (tcpxogen reads the v1.0.15 layout; a renamed script needs a tcpxogen change)", cfg.BOM.Images.Installer.Version, err)
+		}
+		return nil, fmt.Errorf("read installer image: %w", err)
+	}
+	return res, nil
+}
+
+var ncclSoname = regexp.MustCompile(`^libnccl\.so\.(\d+\.\d+\.\d+)$`)
+
+func assemble(ctx context.Context, cfg Config, scan *imagefs.Result) (*facts.Facts, error) {
+	lib := scan.Files[NCCLLibPath]
+	m := ncclSoname.FindStringSubmatch(path.Base(lib.Resolved))
+	if m == nil {
+		return nil, fmt.Errorf("%s resolves to %s, which is not libnccl.so.X.Y.Z: cannot tell the NCCL version", NCCLLibPath, lib.Resolved)
+	}
+	f := &facts.Facts{
+		PluginVersion:      cfg.BOM.Images.Installer.Version,
+		InstallerImage:     cfg.BOM.Images.Installer.Reference,
+		DaemonImage:        cfg.BOM.Images.Daemon.Reference,
+		DaemonVersion:      cfg.BOM.Images.Daemon.Version,
+		NCCLVersion:        m[1],
+		LibDir:             cfg.LibDir,
+		EntryScriptPresent: scan.Files[EntryScriptPath] != nil,
+	}
+	listing := scan.Listings[PluginDir]
+	f.PluginFiles, f.PluginFilesComplete = append([]string(nil), listing.Entries...), listing.Complete
+	var err error
+	if f.DefaultProfile, f.Provenance.DefaultProfileSHA256, err = evaluate(ctx, cfg, scan, DefaultProfilePath, f); err != nil {
+		return nil, err
+	}
+	if f.SimpleProfile, f.Provenance.SimpleProfileSHA256, err = evaluate(ctx, cfg, scan, SimpleProfilePath, f); err != nil {
+		return nil, err
+	}
+	f.Normalized = sortedUnique(f.Normalized)
+	return f, nil
+}
+
+func evaluate(ctx context.Context, cfg Config, scan *imagefs.Result, p string, f *facts.Facts) ([]facts.EnvVar, string, error) {
+	script := scan.Files[p].Data
+	sum := sha256.Sum256(script)
+	res, err := profile.Evaluate(ctx, path.Base(p), script, profile.Options{LibDir: cfg.LibDir})
+	if err != nil {
+		return nil, "", fmt.Errorf("evaluate %s from installer %s: %w", p, cfg.BOM.Images.Installer.Version, err)
+	}
+	if len(res.Vars) == 0 {
+		return nil, "", fmt.Errorf("%s exported no variables: refusing to pin an empty NCCL profile", p)
+	}
+	vars := make([]facts.EnvVar, 0, len(res.Vars))
+	for _, v := range res.Vars {
+		vars = append(vars, facts.EnvVar{Name: v.Name, Value: v.Value})
+	}
+	for _, r := range res.Refused {
+		f.Refused = append(f.Refused, fmt.Sprintf("%s: %s (line %d)", path.Base(p), r.Command, r.Line))
+	}
+	f.Normalized = append(f.Normalized, res.Normalized...)
+	return vars, hex.EncodeToString(sum[:]), nil
+}
+
+// checkReferencedFiles fails extraction when a profile points NCCL at a file
+// the installer does not ship: NCCL would silently run without its tuner or
+// guest config. Files not seen while reading the required layers are looked
+// up explicitly, which may read further layers.
+func checkReferencedFiles(ctx context.Context, cfg Config, img v1.Image, f *facts.Facts, scan *imagefs.Result) error {
+	var unseen []imagefs.Want
+	for _, name := range ReferencedPluginFiles(f.LibDir, f.DefaultProfile, f.SimpleProfile) {
+		if !slices.Contains(f.PluginFiles, name) {
+			unseen = append(unseen, imagefs.Want{Path: path.Join(PluginDir, name)})
+		}
+	}
+	if len(unseen) == 0 {
+		return nil
+	}
+	if f.PluginFilesComplete {
+		return fmt.Errorf("the profiles reference %s, which installer %s does not ship under %s", wantPaths(unseen), cfg.BOM.Images.Installer.Version, PluginDir)
+	}
+	res, err := imagefs.Scan(ctx, img, unseen, imagefs.WithLimits(cfg.Limits))
+	if err != nil {
+		return fmt.Errorf("the profiles reference files under %s: %w", PluginDir, err)
+	}
+	for _, w := range unseen {
+		f.PluginFiles = append(f.PluginFiles, path.Base(res.Files[w.Path].Path))
+	}
+	sort.Strings(f.PluginFiles)
+	return nil
+}
+
+// ReferencedPluginFiles lists the file names profile values point at inside
+// libDir (tuner and guest configs), plus the tuner plugin, which NCCL loads
+// by bare name from the library path. libnccl* is NCCL core, not a plugin.
+func ReferencedPluginFiles(libDir string, profiles ...[]facts.EnvVar) []string {
+	var names []string
+	for _, vars := range profiles {
+		for _, v := range vars {
+			if v.Name == "NCCL_TUNER_PLUGIN" && !strings.Contains(v.Value, "/") && v.Value != "" {
+				names = append(names, v.Value)
+			}
+			for _, elem := range strings.FieldsFunc(v.Value, func(r rune) bool { return r == ':' || r == ',' }) {
+				if dir, name := path.Split(elem); path.Clean(dir) == libDir && name != "" {
+					names = append(names, name)
+				}
+			}
+		}
+	}
+	return sortedUnique(names)
+}
+
+func wantPaths(ws []imagefs.Want) string {
+	ps := make([]string, len(ws))
+	for i, w := range ws {
+		ps[i] = w.Path
+	}
+	return strings.Join(ps, ", ")
+}
+
+func sortedUnique(s []string) []string {
+	s = slices.Clone(s)
+	sort.Strings(s)
+	return slices.Compact(s)
+}

@@ -1,0 +1,109 @@
+package extract
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Source kinds a --source value can name.
+const (
+	SourceRegistry   = "registry"   // pull the pinned reference
+	SourceTestdata   = "testdata"   // build the bundled reconstruction
+	SourceOCILayout  = "oci-layout" // oci-layout:DIR
+	SourceSubstitute = "registry-substitute"
+)
+
+// SourceSpec is a parsed --source value.
+type SourceSpec struct {
+	Kind string
+	Arg  string // DIR for oci-layout, REGISTRY/REPO@sha256:DIGEST for a substitute
+	Raw  string
+}
+
+// ParseSource parses registry | testdata | oci-layout:DIR |
+// REGISTRY/REPO@sha256:DIGEST. A substitute must be pinned by digest: a tag
+// could move under us and nothing downstream would notice.
+func ParseSource(s string) (SourceSpec, error) {
+	switch {
+	case s == SourceRegistry || s == SourceTestdata:
+		return SourceSpec{Kind: s, Raw: s}, nil
+	case strings.HasPrefix(s, SourceOCILayout+":"):
+		dir := strings.TrimPrefix(s, SourceOCILayout+":")
+		if dir == "" {
+			return SourceSpec{}, fmt.Errorf("--source %q names no directory: use oci-layout:DIR", s)
+		}
+		return SourceSpec{Kind: SourceOCILayout, Arg: dir, Raw: s}, nil
+	case strings.Contains(s, "@sha256:"):
+		return SourceSpec{Kind: SourceSubstitute, Arg: s, Raw: s}, nil
+	case s == "":
+		return SourceSpec{}, fmt.Errorf("no --source given and no recorded source: use --source registry|testdata|oci-layout:DIR|REGISTRY/REPO@sha256:DIGEST")
+	default:
+		return SourceSpec{}, fmt.Errorf("--source %q is not registry, testdata, oci-layout:DIR or REGISTRY/REPO@sha256:DIGEST (a substitute image must be pinned by digest)", s)
+	}
+}
+
+// RecordedSource returns the ProvenanceSource constant of a previously
+// generated file, so `go generate` reproduces the committed output offline
+// instead of silently switching to the network. A missing file yields "".
+func RecordedSource(generatedFile string) (string, error) {
+	src, err := os.ReadFile(generatedFile)
+	if os.IsNotExist(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read recorded provenance: %w", err)
+	}
+	f, err := parser.ParseFile(token.NewFileSet(), generatedFile, src, parser.SkipObjectResolution)
+	if err != nil {
+		return "", fmt.Errorf("read recorded provenance from %s: %w (restore it with git checkout, or pass --source)", generatedFile, err)
+	}
+	for _, decl := range f.Decls {
+		if v, ok := constString(decl, "ProvenanceSource"); ok {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("%s has no ProvenanceSource constant: pass --source explicitly", generatedFile)
+}
+
+func constString(decl ast.Decl, name string) (string, bool) {
+	gd, ok := decl.(*ast.GenDecl)
+	if !ok || gd.Tok != token.CONST {
+		return "", false
+	}
+	for _, spec := range gd.Specs {
+		vs := spec.(*ast.ValueSpec)
+		for i, n := range vs.Names {
+			if n.Name != name || i >= len(vs.Values) {
+				continue
+			}
+			if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				if s, err := strconv.Unquote(lit.Value); err == nil {
+					return s, true
+				}
+			}
+		}
+	}
+	return "", false
+}
+
+// FindRoot walks up from dir to the directory holding this module's go.mod,
+// so the generator works from `go generate` (cwd generated/) and from the
+// repository root alike.
+func FindRoot(dir string) (string, error) {
+	const module = "module github.com/tcpxogen/tcpxogen"
+	for d := dir; ; d = filepath.Dir(d) {
+		data, err := os.ReadFile(filepath.Join(d, "go.mod"))
+		if err == nil && strings.HasPrefix(strings.TrimSpace(string(data)), module) {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("no tcpxogen go.mod above %s: run inside the repository or pass --root", dir)
+		}
+	}
+}

@@ -1,0 +1,135 @@
+package reconstruction
+
+import (
+	"archive/tar"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+)
+
+func writeTree(t *testing.T, root string, mtime time.Time, umaskedMode os.FileMode) {
+	t.Helper()
+	files := map[string]string{
+		"layers/00-base/etc/os-release":        "ID=debian\n",
+		"layers/30-scripts/scripts/profile.sh": "export A=1\n",
+		"layers/30-scripts/scripts/entry.sh":   "#!/bin/sh\n",
+		"layers/10-lib/lib/libnccl.so.2.28.7":  "placeholder\n",
+	}
+	for p, body := range files {
+		full := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		mode := umaskedMode
+		if filepath.Base(p) == "entry.sh" {
+			mode |= 0o100
+		}
+		if err := os.WriteFile(full, []byte(body), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(full, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("libnccl.so.2.28.7", filepath.Join(root, "layers/10-lib/lib/libnccl.so.2")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The digest must not depend on the checkout: not on mtimes, permission
+// bits other than executable, or the directory the tree sits in.
+func TestBuildIsReproducible(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	writeTree(t, a, time.Unix(1, 0), 0o644)
+	writeTree(t, b, time.Now(), 0o600)
+	imgA, err := Build(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	imgB, err := Build(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	da, _ := imgA.Digest()
+	db, _ := imgB.Digest()
+	if da != db {
+		t.Fatalf("same tree, different digests: %s vs %s", da, db)
+	}
+	layers, _ := imgA.Layers()
+	if len(layers) != 3 {
+		t.Fatalf("want 3 layers (one per layers/ child), got %d", len(layers))
+	}
+}
+
+func TestBuildNormalisesEntries(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, time.Now(), 0o640)
+	img, err := Build(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	seen := map[string]*tar.Header{}
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[h.Name] = h
+		if !h.ModTime.Equal(Epoch) || h.Uid != 0 || h.Gid != 0 {
+			t.Errorf("%s: mtime %v uid %d gid %d, want epoch and root", h.Name, h.ModTime, h.Uid, h.Gid)
+		}
+	}
+	if h := seen["scripts/entry.sh"]; h == nil || h.Mode != 0o755 {
+		t.Errorf("executable file mode: %+v, want 0755", h)
+	}
+	if h := seen["scripts/profile.sh"]; h == nil || h.Mode != 0o644 {
+		t.Errorf("plain file mode: %+v, want 0644", h)
+	}
+	if h := seen["lib/libnccl.so.2"]; h == nil || h.Typeflag != tar.TypeSymlink || h.Linkname != "libnccl.so.2.28.7" {
+		t.Errorf("symlink not preserved: %+v", h)
+	}
+	cfg, _ := img.ConfigFile()
+	if !cfg.Created.Time.Equal(Epoch) || cfg.Config.Entrypoint[0] != "/scripts/container_entry.sh" {
+		t.Errorf("config: created %v entrypoint %v", cfg.Created, cfg.Config.Entrypoint)
+	}
+}
+
+func TestBuildRejectsTreeWithoutLayers(t *testing.T) {
+	if _, err := Build(t.TempDir()); err == nil {
+		t.Fatal("a tree without layers/ built an image")
+	}
+}
+
+func TestSyntheticBaseIsDeterministicAndSized(t *testing.T) {
+	const size = 3<<20 + 17
+	a, err := SyntheticBase(size, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := SyntheticBase(size, 7)
+	c, _ := SyntheticBase(size, 8)
+	da, _ := a.Digest()
+	db, _ := b.Digest()
+	dc, _ := c.Digest()
+	if da != db || da == dc {
+		t.Fatalf("digests: seed7 %s, seed7 again %s, seed8 %s", da, db, dc)
+	}
+	n, err := a.Size()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < size {
+		t.Fatalf("compressed size %d < content %d: content is not incompressible", n, size)
+	}
+}

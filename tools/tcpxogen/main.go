@@ -1,0 +1,24 @@
+// Command tcpxogen pins Google's GPUDirect-TCPXO NCCL plugin installer into
+// Go constants and Kubernetes manifests, and checks that they stay coupled.
+//
+// Usage:
+//
+//	tcpxogen extract [--bom FILE] [--source registry|testdata|oci-layout:DIR|REGISTRY/REPO@sha256:DIGEST] [--out DIR]
+//
+// Run `tcpxogen help` for every subcommand.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := cli.Main(ctx, os.Args[1:], cli.Streams{Out: os.Stdout, Err: os.Stderr})
+	stop()
+	os.Exit(code)
+}
