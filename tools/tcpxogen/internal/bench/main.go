@@ -67,11 +67,11 @@ func main() {
 }
 
 func run(size int64) error {
-	root, err := extract.FindRoot(mustWd())
+	root, err := findRoot()
 	if err != nil {
 		return err
 	}
-	b, err := bom.Load(filepath.Join(root, bom.DefaultPath))
+	b, err := bom.Load(filepath.Join(root, bom.DefaultPath()))
 	if err != nil {
 		return err
 	}
@@ -180,17 +180,18 @@ func child(phase, ref, cache string) error {
 	if err != nil {
 		return err
 	}
-	return json.NewEncoder(os.Stdout).Encode(measurement{Phase: phase, Wall: time.Since(start), Requests: stats.Requests.Load(), Bytes: stats.Bytes.Load()})
+	snap := stats.Snapshot()
+	return json.NewEncoder(os.Stdout).Encode(measurement{Phase: phase, Wall: time.Since(start), Requests: snap.Requests, Bytes: snap.Bytes})
 }
 
 // topDown is the production path: extract.Run with the image declared as a
 // substitute for the pinned reference.
 func topDown(ref, cache string, stats *imagesource.Stats) error {
-	root, err := extract.FindRoot(mustWd())
+	root, err := findRoot()
 	if err != nil {
 		return err
 	}
-	b, err := bom.Load(filepath.Join(root, bom.DefaultPath))
+	b, err := bom.Load(filepath.Join(root, bom.DefaultPath()))
 	if err != nil {
 		return err
 	}
@@ -257,10 +258,10 @@ func report(size int64, r map[string]measurement) error {
 	return nil
 }
 
-func mustWd() string {
+func findRoot() (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
-		panic(err)
+		return "", err
 	}
-	return wd
+	return extract.FindRoot(wd)
 }

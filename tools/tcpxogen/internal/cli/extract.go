@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,8 +20,8 @@ const GeneratedFile = "zz_generated.go"
 func runExtract(ctx context.Context, args []string, s Streams) error {
 	fs := newFlags("extract", "extract [--bom FILE] [--source registry|testdata|oci-layout:DIR|REGISTRY/REPO@sha256:DIGEST] [--out DIR]", s)
 	root := fs.String("root", "", "repository root (default: the directory holding tcpxogen's go.mod, found upwards from the working directory)")
-	bomPath := fs.String("bom", bom.DefaultPath, "bill of materials, relative to --root")
-	releasesPath := fs.String("releases", bom.DefaultReleasesPath, "published release pairs, relative to --root")
+	bomPath := fs.String("bom", bom.RepoPath, "bill of materials, relative to --root")
+	releasesPath := fs.String("releases", bom.ReleasesRepoPath, "published release pairs, relative to --root")
 	source := fs.String("source", "", "where to read the installer image: registry (the pinned reference), testdata (the bundled reconstruction), oci-layout:DIR, or a substitute REGISTRY/REPO@sha256:DIGEST; default: the source recorded in the existing generated file")
 	out := fs.String("out", "generated/tcpxo", "output package directory, relative to --root")
 	cacheDir := fs.String("cache-dir", defaultCacheDir(), "content-addressed blob cache (verified on read); empty disables it")
@@ -52,7 +53,7 @@ func runExtract(ctx context.Context, args []string, s Streams) error {
 	}
 	res, err := extract.Run(ctx, cfg)
 	if err != nil {
-		return err
+		return withLimitFlag(err)
 	}
 	code, err := emit.Go(filepath.Base(outDir), res.Facts)
 	if err != nil {
@@ -118,4 +119,22 @@ func defaultCacheDir() string {
 		return filepath.Join(d, "tcpxogen")
 	}
 	return ""
+}
+
+// limitFlags maps imagefs limits to the flags that raise them, so a limit
+// error tells a CLI user what to type rather than which Go field to set.
+var limitFlags = map[string]string{
+	"MaxCompressedBytes": "--max-read-bytes",
+	"MaxExpandedBytes":   "--max-expanded-bytes",
+	"MaxFileBytes":       "--max-file-bytes",
+}
+
+func withLimitFlag(err error) error {
+	var le *imagefs.LimitError
+	if errors.As(err, &le) {
+		if flag, ok := limitFlags[le.Limit]; ok {
+			return fmt.Errorf("%w (raise it with %s)", err, flag)
+		}
+	}
+	return err
 }

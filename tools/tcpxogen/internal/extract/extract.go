@@ -94,13 +94,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	f.Provenance.Pinned = cfg.BOM.Images.Installer.Reference
 	f.Provenance.Source = cfg.Source.Raw
 	f.Provenance.Kind, f.Provenance.Read, f.Provenance.Digest, f.Provenance.Substituted = p.Kind, p.Read, p.Digest, p.Substituted
+	if cfg.Source.Kind == SourceOCILayout {
+		// Record the directory as the user named it, not this machine's
+		// absolute path, so the generated file is the same everywhere.
+		f.Provenance.Read = cfg.Source.Arg + "@" + p.Digest
+	}
 	return &Result{Facts: f, Scan: scan.Stats}, nil
 }
 
 func openSource(cfg Config) (imagesource.Source, error) {
 	pinned := cfg.BOM.Images.Installer.Reference
 	opts := []imagesource.Option{}
-	if cfg.CacheDir != "" {
+	// Only network sources are cached: a layout is already local, and
+	// copying it would only add a second place for bytes to rot.
+	if remote := cfg.Source.Kind == SourceRegistry || cfg.Source.Kind == SourceSubstitute; remote && cfg.CacheDir != "" {
 		opts = append(opts, imagesource.WithCache(cfg.CacheDir))
 	}
 	if cfg.Transport != nil {
@@ -161,14 +168,18 @@ func scanImage(ctx context.Context, cfg Config, img v1.Image) (*imagefs.Result, 
 		opts = append(opts, imagefs.WithProgress(cfg.Progress))
 	}
 	res, err := imagefs.Scan(ctx, img, wants, opts...)
-	if err != nil {
-		var missing *imagefs.MissingError
-		if errors.As(err, &missing) {
-			return nil, fmt.Errorf("installer %s is not the expected layout: %w (tcpxogen reads the v1.0.15 layout; a renamed script needs a tcpxogen change)", cfg.BOM.Images.Installer.Version, err)
-		}
-		return nil, fmt.Errorf("read installer image: %w", err)
+	var missing *imagefs.MissingError
+	switch {
+	case err == nil:
+		return res, nil
+	case errors.As(err, &missing) && slices.Equal(missing.Paths, []string{EntryScriptPath}):
+		// The entry script is a fact to record, not something extraction
+		// needs; its absence shows up as EntryScriptPresent = false.
+		return res, nil
+	case missing != nil:
+		return nil, fmt.Errorf("installer %s does not have the expected layout: %w (tcpxogen reads the v1.0.15 layout; a moved or renamed script needs a tcpxogen change)", cfg.BOM.Images.Installer.Version, err)
 	}
-	return res, nil
+	return nil, fmt.Errorf("read installer image: %w", err)
 }
 
 var ncclSoname = regexp.MustCompile(`^libnccl\.so\.(\d+\.\d+\.\d+)$`)

@@ -1,0 +1,175 @@
+package bom
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+)
+
+// Image is a container image pinned as repo:tag@sha256:<digest>. The digest is
+// what a pull trusts; the tag is kept because it is the version of record (the
+// installer's version is not stored anywhere inside its image) and Version
+// repeats it so a reviewer sees the version without parsing the reference.
+type Image struct {
+	Reference string `yaml:"reference"`
+	Version   string `yaml:"version"`
+
+	// Parsed parts, filled by the loader and NewImage.
+	repository, tag, digest string
+}
+
+// Repository is the reference up to the tag, as written (no registry or
+// "library/" defaulting), so Repository():Tag()@Digest() == Reference.
+func (i Image) Repository() string { return i.repository }
+
+// Tag is the reference's tag, exactly as written.
+func (i Image) Tag() string { return i.tag }
+
+// Digest is "sha256:<64 lowercase hex>".
+func (i Image) Digest() string { return i.digest }
+
+// NewImage validates reference and version as the loader does and returns the
+// image with its parts parsed, for code that builds a BOM without a file.
+func NewImage(reference, version string) (Image, error) {
+	img := Image{Reference: reference, Version: version}
+	probs := img.parse()
+	if len(probs) == 0 {
+		return img, nil
+	}
+	c := &checker{}
+	c.addProblems(nil, probs)
+	return Image{}, c.err()
+}
+
+// parse fills the parsed parts and reports every problem with the pin.
+func (i *Image) parse() []problem {
+	var probs []problem
+	tag, hasTag := "", false
+	switch {
+	case strings.TrimSpace(i.Reference) == "":
+		probs = append(probs, problem{field: "reference", absent: true,
+			fix: "pin the image as repo:tag@sha256:<64 hex> (find the digest with: crane digest repo:tag)"})
+	default:
+		var ref pinnedRef
+		ref, probs = parsePinned(i.Reference, true)
+		if len(probs) == 0 {
+			i.repository, i.tag, i.digest = ref.repository, ref.tag, ref.digest
+		}
+		tag, hasTag = ref.tag, ref.tag != ""
+	}
+	for k := range probs {
+		probs[k].field = "reference"
+	}
+
+	switch {
+	case i.Version == "":
+		fix := "set it to the reference's tag"
+		if hasTag {
+			fix = fmt.Sprintf("set it to %q, the reference's tag", tag)
+		}
+		probs = append(probs, problem{field: "version", absent: true, fix: fix})
+	case hasTag && i.Version != tag:
+		// Exact comparison on purpose: tags like v1.0.9-1 and v1.0.13_1 are
+		// distinct releases, and v1.0.21-rc1 must never pass for v1.0.21.
+		probs = append(probs, problem{field: "version",
+			what: fmt.Sprintf("%q does not match the reference's tag %q", i.Version, tag),
+			fix:  fmt.Sprintf("set version to exactly %q, or pin the image whose tag is %q (tags compare as exact strings)", tag, i.Version)})
+	}
+	if len(probs) > 0 {
+		i.repository, i.tag, i.digest = "", "", ""
+	}
+	return probs
+}
+
+type pinnedRef struct{ repository, tag, digest string }
+
+var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// parsePinned splits repo:tag[@digest]. The digest is required when
+// requireDigest is set; the tag always is, because it carries the version.
+// Problems are independent checks reported together; a go-containerregistry
+// parse runs last so its terser message only appears when ours found nothing.
+func parsePinned(ref string, requireDigest bool) (pinnedRef, []problem) {
+	var probs []problem
+	base, dig, hasDigest := strings.Cut(ref, "@")
+	switch {
+	case strings.Contains(dig, "@"):
+		return pinnedRef{}, []problem{{what: fmt.Sprintf("%q has more than one '@'", ref),
+			fix: "write it as repo:tag@sha256:<64 hex>"}}
+	case !hasDigest && requireDigest:
+		probs = append(probs, problem{what: fmt.Sprintf("%q has no digest", ref),
+			fix: fmt.Sprintf("pin it as repo:tag@sha256:<64 hex> (find the digest with: crane digest %s)", ref)})
+	case hasDigest:
+		if what := digestProblem(dig); what != "" {
+			probs = append(probs, problem{what: fmt.Sprintf("%q: %s", ref, what),
+				fix: fmt.Sprintf("copy the full digest printed by: crane digest %s", base)})
+		}
+	}
+
+	repo, tag, hasTag := splitTag(base)
+	if !hasTag {
+		probs = append(probs, problem{what: fmt.Sprintf("%q has no tag", ref),
+			fix: "write it as repo:TAG@sha256:<64 hex>, so the version is visible in every manifest"})
+	}
+	if len(probs) > 0 {
+		return pinnedRef{tag: tag}, probs
+	}
+
+	var err error
+	if hasDigest {
+		_, err = name.NewDigest(ref)
+	} else {
+		_, err = name.NewTag(ref)
+	}
+	if err != nil {
+		return pinnedRef{tag: tag}, []problem{{what: fmt.Sprintf("%q is not a valid image reference (%v)", ref, err),
+			fix: "use the form registry/repository:tag@sha256:<64 hex>; repositories are lowercase", err: err}}
+	}
+	return pinnedRef{repository: repo, tag: tag, digest: dig}, nil
+}
+
+// digestProblems are checked in order; the first that applies is reported.
+var digestProblems = []struct {
+	bad  func(alg, hex string) bool
+	what func(alg, hex string) string
+}{
+	{func(alg, _ string) bool { return alg != "sha256" },
+		func(alg, _ string) string { return fmt.Sprintf("digest algorithm %q is not sha256", alg) }},
+	{func(_, hex string) bool { return len(hex) != 64 },
+		func(_, hex string) string { return fmt.Sprintf("digest has %d hex characters, want 64", len(hex)) }},
+	{uppercaseHex,
+		func(string, string) string { return "digest has uppercase hex; digests are lowercase" }},
+	{func(_, hex string) bool { return !sha256Hex.MatchString(hex) },
+		func(string, string) string { return "digest has characters that are not hex digits" }},
+}
+
+// uppercaseHex singles out the one malformation with an obvious fix: the
+// digest is right but was copied from a tool that prints uppercase.
+func uppercaseHex(_, hex string) bool {
+	return hex != strings.ToLower(hex) && sha256Hex.MatchString(strings.ToLower(hex))
+}
+
+func digestProblem(dig string) string {
+	alg, hex, ok := strings.Cut(dig, ":")
+	if !ok {
+		return fmt.Sprintf("digest %q has no algorithm; want sha256:<64 hex>", dig)
+	}
+	for _, p := range digestProblems {
+		if p.bad(alg, hex) {
+			return p.what(alg, hex)
+		}
+	}
+	return ""
+}
+
+// splitTag splits repo:tag with go-containerregistry's rule: the last ':' is
+// a tag separator only if no '/' follows it, so registry:port/repo has no tag.
+func splitTag(base string) (repo, tag string, ok bool) {
+	i := strings.LastIndexByte(base, ':')
+	if i < 0 || strings.Contains(base[i+1:], "/") {
+		return base, "", false
+	}
+	return base[:i], base[i+1:], base[i+1:] != ""
+}

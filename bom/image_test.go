@@ -1,0 +1,61 @@
+package bom
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestNewImage(t *testing.T) {
+	valid := []struct{ ref, version, repo, tag string }{
+		{daemonRepo + ":v1.0.13_1@" + daemonDigest, "v1.0.13_1", daemonRepo, "v1.0.13_1"},
+		{daemonRepo + ":v1.0.09@" + daemonDigest, "v1.0.09", daemonRepo, "v1.0.09"},
+		{"pytorch/pytorch:2.11.0-cuda12.8-cudnn9-runtime@" + daemonDigest, "2.11.0-cuda12.8-cudnn9-runtime", "pytorch/pytorch", "2.11.0-cuda12.8-cudnn9-runtime"},
+		{"localhost:5000/a/b:v1@" + daemonDigest, "v1", "localhost:5000/a/b", "v1"},
+	}
+	for _, v := range valid {
+		img, err := NewImage(v.ref, v.version)
+		if err != nil {
+			t.Errorf("NewImage(%q): %v", v.ref, err)
+			continue
+		}
+		if img.Repository() != v.repo || img.Tag() != v.tag || img.Digest() != daemonDigest {
+			t.Errorf("NewImage(%q) parts = %q %q %q", v.ref, img.Repository(), img.Tag(), img.Digest())
+		}
+		if got := img.Repository() + ":" + img.Tag() + "@" + img.Digest(); got != v.ref {
+			t.Errorf("parts of %q reassemble to %q", v.ref, got)
+		}
+	}
+
+	invalid := []struct{ ref, version, want string }{
+		{"", "v1", "reference is missing"},
+		{daemonRepo + ":v1.0.21@" + daemonDigest, "", `version is missing: set it to "v1.0.21"`},
+		{daemonRepo + ":v1.0.21@" + daemonDigest, "v1.0.21-rc1", `version "v1.0.21-rc1" does not match the reference's tag "v1.0.21"`},
+		{daemonRepo + ":v1.0.21", "v1.0.21", "has no digest"},
+		{daemonRepo + "@" + daemonDigest, "v1.0.21", "has no tag"},
+		{daemonRepo + ":@" + daemonDigest, "v1.0.21", "has no tag"},
+		{daemonRepo + ":v1 .0@" + daemonDigest, "v1 .0", "is not a valid image reference"},
+	}
+	for _, v := range invalid {
+		img, err := NewImage(v.ref, v.version)
+		if err == nil || !strings.Contains(err.Error(), v.want) {
+			t.Errorf("NewImage(%q, %q) = %+v, %v; want an error containing %q", v.ref, v.version, img, err, v.want)
+			continue
+		}
+		if img != (Image{}) {
+			t.Errorf("NewImage(%q) returned a partial image %+v with its error", v.ref, img)
+		}
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Line != 0 || fe.File != "" {
+			t.Errorf("NewImage(%q) error %#v: want a FieldError without a location", v.ref, fe)
+		}
+	}
+}
+
+func TestImageZeroValueHasNoParts(t *testing.T) {
+	// Parts come only from validation, so an unvalidated Image never looks pinned.
+	img := Image{Reference: daemonRepo + ":v1.0.21@" + daemonDigest, Version: "v1.0.21"}
+	if img.Repository() != "" || img.Tag() != "" || img.Digest() != "" {
+		t.Errorf("unvalidated image has parts %q %q %q", img.Repository(), img.Tag(), img.Digest())
+	}
+}

@@ -1,0 +1,243 @@
+package bom
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Releases is Google's published GPUDirect-TCPXO release data.
+type Releases struct {
+	// Pairs are the installer↔daemon versions Google released together. Only
+	// pairs in the release notes belong here: the pairing is what makes a
+	// daemon safe to run next to an installer.
+	Pairs []Pair `yaml:"pairs"`
+	// NCCLConfigs are the NCCL environment lists the release notes publish,
+	// per installer version.
+	NCCLConfigs []NCCLConfig `yaml:"ncclConfigs"`
+
+	// Path is the file the data was loaded from (the name given to ParseReleases).
+	Path string `yaml:"-"`
+
+	lines *locator
+}
+
+// Pair is one published release: an installer tag, the daemon tag released
+// with it, and the NCCL version Google qualified it with.
+type Pair struct {
+	Date      string `yaml:"date"` // YYYY-MM-DD of the release note
+	Installer string `yaml:"installer"`
+	Daemon    string `yaml:"daemon"`
+	// NCCL is free text as published ("2.28.7-1", "2.21.5–2.23.4"); empty when
+	// the notes give none.
+	NCCL string `yaml:"nccl,omitempty"`
+}
+
+// EnvVar is one NCCL environment variable.
+type EnvVar struct {
+	Name  string `yaml:"name"`
+	Value string `yaml:"value"`
+}
+
+// NCCLConfig is the environment published for one installer version.
+type NCCLConfig struct {
+	Installer string `yaml:"installer"`
+	// Source says where Env was transcribed from, and whether that was first-hand.
+	Source string   `yaml:"source"`
+	Env    []EnvVar `yaml:"env"`
+}
+
+// PairFor returns the published pair whose installer tag is exactly
+// installerVersion: "v1.0.21-rc1" does not match "v1.0.21".
+func (r *Releases) PairFor(installerVersion string) (Pair, bool) {
+	i := slices.IndexFunc(r.Pairs, func(p Pair) bool { return p.Installer == installerVersion })
+	if i < 0 {
+		return Pair{}, false
+	}
+	return r.Pairs[i], true
+}
+
+// ConfigFor returns the published NCCL config of installerVersion (exact
+// match). Env is a copy, so callers may modify it.
+func (r *Releases) ConfigFor(installerVersion string) (NCCLConfig, bool) {
+	i := slices.IndexFunc(r.NCCLConfigs, func(c NCCLConfig) bool { return c.Installer == installerVersion })
+	if i < 0 {
+		return NCCLConfig{}, false
+	}
+	cfg := r.NCCLConfigs[i]
+	cfg.Env = slices.Clone(cfg.Env)
+	return cfg, true
+}
+
+// PublishedInstallers lists the installer tags of all pairs, newest first.
+func (r *Releases) PublishedInstallers() []string {
+	pairs := slices.Clone(r.Pairs)
+	// Dates are validated YYYY-MM-DD, so string order is date order.
+	slices.SortStableFunc(pairs, func(a, b Pair) int { return cmp.Compare(b.Date, a.Date) })
+	names := make([]string, len(pairs))
+	for i, p := range pairs {
+		names[i] = p.Installer
+	}
+	return names
+}
+
+// LoadReleases reads and validates a releases.yaml.
+func LoadReleases(path string) (*Releases, error) {
+	data, err := readFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read the release table: %w (pass the path to %s, or run from the module root)", err, ReleasesRepoPath)
+	}
+	return ParseReleases(path, data)
+}
+
+// ParseReleases validates releases.yaml content; name is used in error messages.
+func ParseReleases(name string, data []byte) (*Releases, error) {
+	var r Releases
+	loc, err := decodeStrict(name, data, &r)
+	if err != nil {
+		return nil, err
+	}
+	c := &checker{file: name, lines: loc}
+	r.validate(c)
+	if err := c.err(); err != nil {
+		return nil, err
+	}
+	r.Path, r.lines = name, loc
+	return &r, nil
+}
+
+// LoadAll loads both files and checks them against each other (see
+// CheckPublished). Problems in both files are reported together.
+func LoadAll(bomPath, releasesPath string) (*BOM, *Releases, error) {
+	b, berr := Load(bomPath)
+	r, rerr := LoadReleases(releasesPath)
+	if err := errors.Join(berr, rerr); err != nil {
+		return nil, nil, err
+	}
+	if err := CheckPublished(b, r); err != nil {
+		return nil, nil, err
+	}
+	return b, r, nil
+}
+
+// CheckPublished rejects a BOM whose installer is not a published release or
+// whose daemon is not the one published with it. The two are coupled: a
+// mismatched daemon starts, and NCCL then fails or falls back at run time.
+func CheckPublished(b *BOM, r *Releases) error {
+	c := &checker{file: b.Path, lines: b.lines}
+	installer, daemon := b.Images.Installer.Version, b.Images.Daemon.Version
+	pair, ok := r.PairFor(installer)
+	if !ok {
+		c.add(path{"images", RoleInstaller, "version"}, fmt.Sprintf("%q is not a published installer in %s", installer, r.Path),
+			fmt.Sprintf("add the published pair to %s or pick a published version: %s", r.Path, strings.Join(r.PublishedInstallers(), ", ")), nil)
+		return c.err()
+	}
+	if pair.Daemon != daemon {
+		where := r.Path
+		if i := slices.Index(r.Pairs, pair); i >= 0 {
+			if line, ok := r.lines.line(path{"pairs"}.index(i)); ok {
+				where = fmt.Sprintf("%s:%d", r.Path, line)
+			}
+		}
+		fix := fmt.Sprintf("pin the daemon to %s, or pick the installer published with %s", pair.Daemon, daemon)
+		if j := slices.IndexFunc(r.Pairs, func(p Pair) bool { return p.Daemon == daemon }); j >= 0 {
+			fix = fmt.Sprintf("pin the daemon to %s, or pin installer %s, which was published with %s", pair.Daemon, r.Pairs[j].Installer, daemon)
+		}
+		c.add(path{"images", RoleDaemon, "version"},
+			fmt.Sprintf("%q is not the daemon published with installer %s (%s pairs it with %s)", daemon, installer, where, pair.Daemon), fix, nil)
+	}
+	return c.err()
+}
+
+var (
+	// Docker's tag grammar; release tags are irregular (v1.0.13_1, v1.0.09),
+	// so nothing stricter can be assumed.
+	tagRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+	// Names a shell can export; NCCL reads its settings through the environment.
+	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+const dateLayout = "2006-01-02"
+
+func (r *Releases) validate(c *checker) {
+	installers := map[string]int{} // installer tag → index of its pair
+	if c.section(path{"pairs"}, "list Google's published installer/daemon pairs under pairs:") {
+		for i, p := range r.Pairs {
+			pp := path{"pairs"}.index(i)
+			if c.require(pp.key("date"), p.Date, "set it to the release note's date, YYYY-MM-DD") {
+				if _, err := time.Parse(dateLayout, p.Date); err != nil {
+					c.add(pp.key("date"), fmt.Sprintf("%q is not a date", p.Date), "write it as YYYY-MM-DD, e.g. 2026-01-09", err)
+				}
+			}
+			c.tag(pp.key("installer"), p.Installer, "the installer (nccl-plugin-gpudirecttcpx-dev) tag")
+			c.tag(pp.key("daemon"), p.Daemon, "the daemon (tcpgpudmarxd-dev) tag published with it")
+			if p.Installer == "" {
+				continue
+			}
+			if first, dup := installers[p.Installer]; dup {
+				line, _ := c.lines.line(path{"pairs"}.index(first))
+				c.add(pp.key("installer"), fmt.Sprintf("%q is already listed at line %d", p.Installer, line),
+					"keep one row per installer release; an installer is published with exactly one daemon", nil)
+				continue
+			}
+			installers[p.Installer] = i
+		}
+	}
+
+	configs := map[string]int{}
+	for i, cfg := range r.NCCLConfigs {
+		cp := path{"ncclConfigs"}.index(i)
+		if c.tag(cp.key("installer"), cfg.Installer, "the installer version this list was published for") {
+			if _, ok := installers[cfg.Installer]; !ok {
+				c.add(cp.key("installer"), fmt.Sprintf("%q is not an installer listed under pairs", cfg.Installer),
+					fmt.Sprintf("add its published pair first, or correct the tag (listed: %s)", strings.Join(r.PublishedInstallers(), ", ")), nil)
+			} else if first, dup := configs[cfg.Installer]; dup {
+				line, _ := c.lines.line(path{"ncclConfigs"}.index(first))
+				c.add(cp.key("installer"), fmt.Sprintf("%q already has an NCCL config at line %d", cfg.Installer, line),
+					"keep one list per installer version", nil)
+			} else {
+				configs[cfg.Installer] = i
+			}
+		}
+		c.require(cp.key("source"), cfg.Source, `say where the list comes from, e.g. "GPUDirect-TCPXO release notes, v1.0.15"`)
+		if !c.section(cp.key("env"), "list the published variables as - {name: NAME, value: \"VALUE\"}") {
+			continue
+		}
+		names := map[string]int{}
+		for j, env := range cfg.Env {
+			ep := cp.key("env").index(j)
+			if c.require(ep.key("name"), env.Name, "set the variable's name") {
+				switch first, dup := names[env.Name]; {
+				case !envNameRE.MatchString(env.Name):
+					c.add(ep.key("name"), fmt.Sprintf("%q is not a valid environment variable name", env.Name),
+						"use letters, digits and '_', not starting with a digit", nil)
+				case dup:
+					line, _ := c.lines.line(cp.key("env").index(first))
+					c.add(ep.key("name"), fmt.Sprintf("%q is already set at line %d", env.Name, line),
+						"keep one entry per variable; a pod spec with both keeps only the last", nil)
+				default:
+					names[env.Name] = j
+				}
+			}
+			// An empty value is never a published NCCL setting; it is almost
+			// always a value lost to a YAML typo.
+			c.require(ep.key("value"), env.Value, fmt.Sprintf("set the value published for %s, quoted", env.Name))
+		}
+	}
+}
+
+// tag requires v to be a well-formed image tag.
+func (c *checker) tag(p path, v, what string) bool {
+	if !c.require(p, v, "set it to "+what) {
+		return false
+	}
+	if !tagRE.MatchString(v) {
+		c.add(p, fmt.Sprintf("%q is not an image tag", v), "write the tag exactly as published, e.g. v1.0.15 or v1.0.13_1", nil)
+		return false
+	}
+	return true
+}

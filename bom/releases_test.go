@@ -1,0 +1,246 @@
+package bom
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// testReleases is a valid releases.yaml whose line numbers the cases rely on.
+const testReleases = `pairs:
+  - {date: 2026-01-09, installer: v1.0.15, daemon: v1.0.21, nccl: 2.28.7-1}
+  - {date: 2025-11-19, installer: v1.0.14, daemon: v1.0.20, nccl: 2.28.7-1}
+  - date: 2025-05-01
+    installer: v1.0.9-1
+    daemon: v1.0.15
+    nccl: "2.21.5–2.23.4"
+ncclConfigs:
+  - installer: v1.0.15
+    source: GPUDirect-TCPXO release notes, v1.0.15
+    env: &env
+      - {name: NCCL_DEBUG, value: "WARN"}
+      - {name: NCCL_NVLS_ENABLE, value: "1"}
+  - installer: v1.0.14
+    source: assumed
+    env: *env
+`
+
+func TestParseReleasesAcceptsFixture(t *testing.T) {
+	r, err := ParseReleases("releases.yaml", []byte(testReleases))
+	if err != nil {
+		t.Fatalf("ParseReleases: %v", err)
+	}
+	if p, ok := r.PairFor("v1.0.9-1"); !ok || p.Daemon != "v1.0.15" || p.NCCL != "2.21.5–2.23.4" || p.Date != "2025-05-01" {
+		t.Errorf("PairFor(v1.0.9-1) = %+v, %v", p, ok)
+	}
+	c, ok := r.ConfigFor("v1.0.14")
+	if !ok || len(c.Env) != 2 || c.Env[1] != (EnvVar{"NCCL_NVLS_ENABLE", "1"}) {
+		t.Errorf("ConfigFor(v1.0.14) through an alias = %+v, %v", c, ok)
+	}
+}
+
+func TestParseReleasesRejects(t *testing.T) {
+	cases := []struct {
+		name  string
+		doc   string
+		edits edits
+		want  []string
+	}{
+		{name: "duplicate installer row", edits: edits{{"installer: v1.0.14, daemon: v1.0.20", "installer: v1.0.15, daemon: v1.0.20"}},
+			want: []string{`releases.yaml:3: pairs[1].installer "v1.0.15" is already listed at line 2: keep one row per installer release`}},
+		{name: "row without installer", edits: edits{{"    installer: v1.0.9-1\n", ""}},
+			want: []string{"releases.yaml:4: pairs[2].installer is missing: set it to the installer (nccl-plugin-gpudirecttcpx-dev) tag"}},
+		{name: "row without daemon", edits: edits{{"    daemon: v1.0.15\n", ""}},
+			want: []string{"releases.yaml:4: pairs[2].daemon is missing: set it to the daemon (tcpgpudmarxd-dev) tag published with it"}},
+		{name: "row with empty daemon", edits: edits{{"daemon: v1.0.20,", "daemon: \"\","}},
+			want: []string{"releases.yaml:3: pairs[1].daemon is empty"}},
+		{name: "row without date", edits: edits{{"  - date: 2025-05-01\n    installer", "  - installer"}},
+			want: []string{"releases.yaml:4: pairs[2].date is missing: set it to the release note's date, YYYY-MM-DD"}},
+		{name: "date without zero padding", edits: edits{{"date: 2025-11-19", "date: 2025-11-9"}},
+			want: []string{`releases.yaml:3: pairs[1].date "2025-11-9" is not a date: write it as YYYY-MM-DD`}},
+		{name: "date that does not exist", edits: edits{{"date: 2025-11-19", "date: 2025-02-30"}},
+			want: []string{`releases.yaml:3: pairs[1].date "2025-02-30" is not a date`}},
+		{name: "date in another order", edits: edits{{"date: 2025-05-01", "date: 01-05-2025"}},
+			want: []string{`releases.yaml:4: pairs[2].date "01-05-2025" is not a date`}},
+		{name: "tag with a slash", edits: edits{{"daemon: v1.0.21,", "daemon: tcpgpudmarxd-dev/v1.0.21,"}},
+			want: []string{`releases.yaml:2: pairs[0].daemon "tcpgpudmarxd-dev/v1.0.21" is not an image tag`}},
+		{name: "misspelt pair field", edits: edits{{"installer: v1.0.14, daemon:", "installer: v1.0.14, deamon:"}},
+			want: []string{`releases.yaml:3: pairs[1].deamon is not a known field: did you mean "daemon"?`, "date, installer, daemon, nccl"}},
+		{name: "duplicate key in a flow row", edits: edits{{"nccl: 2.28.7-1}\n  - {date: 2025-11-19", "nccl: 2.28.7-1, nccl: 2.28.9}\n  - {date: 2025-11-19"}},
+			want: []string{"releases.yaml:2: pairs[0].nccl is defined twice (first at line 2)"}},
+		{name: "no pairs", edits: edits{{testReleases[:strings.Index(testReleases, "ncclConfigs:")], ""}},
+			want: []string{"releases.yaml:1: pairs is missing: list Google's published installer/daemon pairs", `ncclConfigs[0].installer "v1.0.15" is not an installer listed under pairs`}},
+		{name: "config for an unlisted installer", edits: edits{{"  - installer: v1.0.14\n", "  - installer: v1.0.16\n"}},
+			want: []string{`releases.yaml:14: ncclConfigs[1].installer "v1.0.16" is not an installer listed under pairs: add its published pair first, or correct the tag (listed: v1.0.15, v1.0.14, v1.0.9-1)`}},
+		{name: "two configs for one installer", edits: edits{{"  - installer: v1.0.14\n", "  - installer: v1.0.15\n"}},
+			want: []string{`releases.yaml:14: ncclConfigs[1].installer "v1.0.15" already has an NCCL config at line 9`}},
+		{name: "config without source", edits: edits{{"    source: assumed\n", ""}},
+			want: []string{"releases.yaml:14: ncclConfigs[1].source is missing: say where the list comes from"}},
+		{name: "config without env", edits: edits{{"    env: *env\n", ""}},
+			want: []string{"releases.yaml:14: ncclConfigs[1].env is missing"}},
+		{name: "duplicate env name", edits: edits{{`{name: NCCL_NVLS_ENABLE, value: "1"}`, `{name: NCCL_DEBUG, value: "INFO"}`}},
+			want: []string{`releases.yaml:13: ncclConfigs[0].env[1].name "NCCL_DEBUG" is already set at line 12: keep one entry per variable`}},
+		{name: "env name with a dash", edits: edits{{"name: NCCL_DEBUG,", "name: NCCL-DEBUG,"}},
+			want: []string{`releases.yaml:12: ncclConfigs[0].env[0].name "NCCL-DEBUG" is not a valid environment variable name`}},
+		{name: "env name starting with a digit", edits: edits{{"name: NCCL_DEBUG,", "name: 1NCCL_DEBUG,"}},
+			want: []string{`releases.yaml:12: ncclConfigs[0].env[0].name "1NCCL_DEBUG" is not a valid environment variable name`}},
+		{name: "env name with a space", edits: edits{{"name: NCCL_DEBUG,", "name: NCCL DEBUG,"}},
+			want: []string{`releases.yaml:12: ncclConfigs[0].env[0].name "NCCL DEBUG" is not a valid environment variable name`}},
+		{name: "env without value", edits: edits{{`{name: NCCL_DEBUG, value: "WARN"}`, `{name: NCCL_DEBUG, value: }`}},
+			want: []string{"releases.yaml:12: ncclConfigs[0].env[0].value is empty: set the value published for NCCL_DEBUG"}},
+		{name: "env as a string", edits: edits{{`{name: NCCL_DEBUG, value: "WARN"}`, `NCCL_DEBUG=WARN`}},
+			want: []string{"releases.yaml:12: ncclConfigs[0].env[0] must be a mapping, not a string", "(keys: name, value)"}},
+		{name: "empty file", doc: "\n", want: []string{"releases.yaml: holds no data: write a mapping with the keys pairs, ncclConfigs"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := tc.doc
+			if doc == "" {
+				doc = tc.edits.apply(t, testReleases)
+			}
+			r, err := ParseReleases("releases.yaml", []byte(doc))
+			if err == nil {
+				t.Fatalf("ParseReleases accepted the document: %+v", r)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not contain %q:\n%v", w, err)
+				}
+			}
+			for _, fe := range fieldErrors(t, err) {
+				if fe.File != "releases.yaml" || fe.Fix == "" {
+					t.Errorf("rejection without file or fix: %#v", fe)
+				}
+			}
+		})
+	}
+}
+
+func TestPairForIsExact(t *testing.T) {
+	r, err := ParseReleases("releases.yaml", []byte(testReleases))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v, want := range map[string]bool{"v1.0.15": true, "v1.0.9-1": true, "v1.0.9": false, "v1.0.15-rc1": false, "V1.0.15": false, "v1.0.15 ": false, "": false} {
+		if _, ok := r.PairFor(v); ok != want {
+			t.Errorf("PairFor(%q) found = %v, want %v", v, ok, want)
+		}
+		if _, ok := r.ConfigFor(v); ok && !want {
+			t.Errorf("ConfigFor(%q) found a config", v)
+		}
+	}
+}
+
+func TestConfigForReturnsACopy(t *testing.T) {
+	r, err := ParseReleases("releases.yaml", []byte(testReleases))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := r.ConfigFor("v1.0.15")
+	c.Env[0].Value = "INFO"
+	if again, _ := r.ConfigFor("v1.0.15"); again.Env[0].Value != "WARN" {
+		t.Errorf("modifying a returned config changed the table: %+v", again.Env[0])
+	}
+}
+
+func TestPublishedInstallersNewestFirst(t *testing.T) {
+	doc := edit(t, testReleases, "  - {date: 2026-01-09, installer: v1.0.15, daemon: v1.0.21, nccl: 2.28.7-1}\n", "")
+	doc = edit(t, doc, "    nccl: \"2.21.5–2.23.4\"\n", "    nccl: \"2.21.5–2.23.4\"\n  - {date: 2026-01-09, installer: v1.0.15, daemon: v1.0.21}\n")
+	r, err := ParseReleases("releases.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.PublishedInstallers(), []string{"v1.0.15", "v1.0.14", "v1.0.9-1"}; !slices.Equal(got, want) {
+		t.Errorf("PublishedInstallers = %v, want %v", got, want)
+	}
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLoadAllCrossChecks(t *testing.T) {
+	rel := writeFile(t, "releases.yaml", testReleases)
+	cases := []struct {
+		name  string
+		edits edits
+		want  []string
+	}{
+		{name: "unpublished installer", edits: edits{{":v1.0.15@", ":v1.0.16@"}, {"    version: v1.0.15\n", "    version: v1.0.16\n"}},
+			want: []string{`bom.yaml:4: images.installer.version "v1.0.16" is not a published installer in ` + rel,
+				"add the published pair to " + rel + " or pick a published version: v1.0.15, v1.0.14, v1.0.9-1"}},
+		{name: "release candidate of a published installer", edits: edits{{":v1.0.15@", ":v1.0.15-rc1@"}, {"    version: v1.0.15\n", "    version: v1.0.15-rc1\n"}},
+			want: []string{`bom.yaml:4: images.installer.version "v1.0.15-rc1" is not a published installer`}},
+		{name: "daemon of another release", edits: edits{{":v1.0.21@", ":v1.0.20@"}, {"    version: v1.0.21\n", "    version: v1.0.20\n"}},
+			want: []string{`bom.yaml:7: images.daemon.version "v1.0.20" is not the daemon published with installer v1.0.15 (` + rel + `:2 pairs it with v1.0.21)`,
+				"pin the daemon to v1.0.21, or pin installer v1.0.14, which was published with v1.0.20"}},
+		{name: "daemon of no release", edits: edits{{":v1.0.21@", ":v1.0.22@"}, {"    version: v1.0.21\n", "    version: v1.0.22\n"}},
+			want: []string{`bom.yaml:7: images.daemon.version "v1.0.22" is not the daemon published with installer v1.0.15`, "pin the daemon to v1.0.21, or pick the installer published with v1.0.22"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			bomPath := writeFile(t, "bom.yaml", tc.edits.apply(t, testBOM))
+			b, r, err := LoadAll(bomPath, rel)
+			if err == nil {
+				t.Fatalf("LoadAll accepted the BOM: %+v %+v", b, r)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not contain %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+
+	t.Run("published pair", func(t *testing.T) {
+		b, r, err := LoadAll(writeFile(t, "bom.yaml", testBOM), rel)
+		if err != nil || b == nil || r == nil {
+			t.Fatalf("LoadAll = %v, %v, %v", b, r, err)
+		}
+	})
+}
+
+func TestLoadAllReportsBothFiles(t *testing.T) {
+	bomPath := writeFile(t, "bom.yaml", edit(t, testBOM, "@"+daemonDigest, ""))
+	relPath := writeFile(t, "releases.yaml", edit(t, testReleases, "date: 2025-11-19", "date: 2025-11-9"))
+	_, _, err := LoadAll(bomPath, relPath)
+	if err == nil {
+		t.Fatal("LoadAll accepted two broken files")
+	}
+	for _, w := range []string{bomPath + ":6: images.daemon.reference", relPath + ":3: pairs[1].date"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error does not contain %q:\n%v", w, err)
+		}
+	}
+}
+
+func TestLoadReleasesMissingFile(t *testing.T) {
+	_, err := LoadReleases(filepath.Join(t.TempDir(), "nope.yaml"))
+	if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "bom/releases.yaml") {
+		t.Fatalf("LoadReleases error = %v, want a wrapped os.ErrNotExist naming bom/releases.yaml", err)
+	}
+}
+
+func TestCheckPublishedWithoutLines(t *testing.T) {
+	// A BOM built in code has no file positions; the check must still work.
+	inst, err := NewImage("example.com/installer:v1.0.99@"+installerDigest, "v1.0.99")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := ParseReleases("releases.yaml", []byte(testReleases))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = CheckPublished(&BOM{Images: Images{Installer: inst}}, r)
+	if err == nil || !strings.Contains(err.Error(), `images.installer.version "v1.0.99" is not a published installer`) {
+		t.Fatalf("CheckPublished = %v", err)
+	}
+}
