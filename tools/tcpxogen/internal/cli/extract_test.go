@@ -14,14 +14,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/extract"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/reconstruction"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/registrytest"
 )
 
 // repoRootForTest is the real repository, whose bom/ and testdata/ the
@@ -316,6 +319,7 @@ func TestExtractRefusesHostileImages(t *testing.T) {
 			if stdout != "" || !strings.Contains(stderr, hc.want) {
 				t.Fatalf("stderr %q does not mention %q (stdout %q)", stderr, hc.want, stdout)
 			}
+			t.Logf("stderr: %s", stderr)
 			assertSame(t, before, snapshot(t, root, layoutDir), "repository")
 			assertSame(t, beforeOutside, snapshot(t, outside, ""), "outside directory")
 		})
@@ -341,4 +345,48 @@ func assertSame(t *testing.T, before, after map[string]string, where string) {
 	}
 }
 
+// TestExtractRegistryCorruptBlob: a layer corrupted in registry storage
+// fails the run, leaves the generated file alone and caches nothing under
+// the bad digest; the intact image extracts through the same path.
+func TestExtractRegistryCorruptBlob(t *testing.T) {
+	reg := registrytest.Start(t)
+	real := repoRootForTest(t)
+	img, err := reconstruction.Build(filepath.Join(real, extract.TestdataDir, "v1.0.15"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag, _ := name.NewTag(reg.Ref("tcpxo/installer:v1.0.15"))
+	if err := remote.Write(tag, img); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := img.Digest()
+	ref := tag.Context().String() + "@" + d.String()
 
+	root := scratchRoot(t)
+	cache := t.TempDir()
+	code, _, stderr := runCLI(t, "extract", "--root", root, "--source", ref, "--cache-dir", cache)
+	if code != ExitOK {
+		t.Fatalf("intact image: exit %d: %s", code, stderr)
+	}
+	gen := filepath.Join(root, "generated/tcpxo", GeneratedFile)
+	good, _ := os.ReadFile(gen)
+	if !bytes.Contains(good, []byte(`ProvenanceKind = "registry-substitute"`)) {
+		t.Fatal("registry substitute not recorded in provenance")
+	}
+
+	layers, _ := img.Layers()
+	top, _ := layers[len(layers)-1].Digest()
+	flipByte(t, reg.BlobPath(top), func(n int) int { return n / 2 })
+	root2 := scratchRoot(t)
+	writeFile(t, filepath.Join(root2, "generated/tcpxo", GeneratedFile), "// previous output\npackage tcpxo\n")
+	before := snapshot(t, root2, "")
+	cache2 := t.TempDir()
+	code, _, stderr = runCLI(t, "extract", "--root", root2, "--source", ref, "--cache-dir", cache2)
+	if code != ExitFailure || !strings.Contains(stderr, top.Hex[:12]) {
+		t.Fatalf("corrupt blob: exit %d, stderr %q; want exit 1 naming the layer", code, stderr)
+	}
+	assertSame(t, before, snapshot(t, root2, ""), "repository")
+	if _, err := os.Stat(filepath.Join(cache2, "blobs", "sha256", top.Hex)); !os.IsNotExist(err) {
+		t.Fatalf("the corrupt layer was cached: %v", err)
+	}
+}

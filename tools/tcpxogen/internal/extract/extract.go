@@ -75,6 +75,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	return run(ctx, cfg, src)
+}
+
+func run(ctx context.Context, cfg Config, src imagesource.Source) (*Result, error) {
 	img, err := src.Image(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("open installer image: %w", err)

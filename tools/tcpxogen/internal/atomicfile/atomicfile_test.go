@@ -1,0 +1,54 @@
+package atomicfile
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestCommitWritesChangedOnly(t *testing.T) {
+	dir := t.TempDir()
+	same, changed := filepath.Join(dir, "same.go"), filepath.Join(dir, "sub", "new.go")
+	if err := Write(same, []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Unix(1000, 0)
+	os.Chtimes(same, old, old)
+	got, err := Set{same: []byte("a"), changed: []byte("b")}.Commit(0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != changed {
+		t.Fatalf("changed = %v, want only %s", got, changed)
+	}
+	if st, _ := os.Stat(same); !st.ModTime().Equal(old) {
+		t.Error("an unchanged file was rewritten")
+	}
+	if data, _ := os.ReadFile(changed); string(data) != "b" {
+		t.Errorf("new file holds %q", data)
+	}
+	entries, _ := os.ReadDir(filepath.Join(dir, "sub"))
+	if len(entries) != 1 {
+		t.Errorf("temp files left behind: %v", entries)
+	}
+}
+
+// A set that cannot be staged completely changes nothing.
+func TestCommitIsAllOrNothing(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "a.go")
+	blocker := filepath.Join(dir, "file")
+	os.WriteFile(blocker, []byte("x"), 0o644)
+	bad := filepath.Join(blocker, "b.go") // parent is a file: staging fails
+	if _, err := (Set{good: []byte("new"), bad: []byte("new")}).Commit(0o644); err == nil {
+		t.Fatal("commit into an impossible path succeeded")
+	}
+	if _, err := os.Stat(good); !os.IsNotExist(err) {
+		t.Fatalf("a file of a failed set was written: %v", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Fatalf("leftovers after a failed commit: %v", entries)
+	}
+}
