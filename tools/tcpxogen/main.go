@@ -4,21 +4,27 @@
 // Usage:
 //
 //	tcpxogen extract [--bom FILE] [--source registry|testdata|oci-layout:DIR|REGISTRY/REPO@sha256:DIGEST] [--out DIR]
+//	tcpxogen render runtime (--interfaces eth1=NET,...,eth8=NET | --values FILE) [flags]
+//	tcpxogen render components
 //
 // Run `tcpxogen help` for every subcommand.
 package main
 
 import (
 	"context"
+	"maps"
 	"os"
 	"os/signal"
 
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/rendercmd"
 )
 
 func main() {
+	cmds := cli.Extract()
+	maps.Copy(cmds, rendercmd.Commands())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	code := cli.Main(ctx, os.Args[1:], cli.Streams{Out: os.Stdout, Err: os.Stderr})
+	code := cli.Main(ctx, os.Args[1:], cli.Streams{Out: os.Stdout, Err: os.Stderr}, cmds)
 	stop()
 	os.Exit(code)
 }

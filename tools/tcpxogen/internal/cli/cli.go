@@ -27,19 +27,26 @@ type Streams struct {
 	Err io.Writer
 }
 
-type command struct {
-	summary string
-	run     func(ctx context.Context, args []string, s Streams) error
+// Command is one subcommand.
+type Command struct {
+	Summary string
+	Run     func(ctx context.Context, args []string, s Streams) error
 }
 
-var commands = map[string]command{
-	"extract": {"read the pinned installer image and emit generated/tcpxo", runExtract},
+// Commands maps subcommand names to implementations.
+type Commands map[string]Command
+
+// Extract is the command set that links nothing compiled against
+// generated/: it must keep working when the generated file is missing or
+// hand-broken, because it is what regenerates it.
+func Extract() Commands {
+	return Commands{"extract": {"read the pinned installer image and emit generated/tcpxo", runExtract}}
 }
 
-// Main runs one subcommand and returns the process exit code.
-func Main(ctx context.Context, args []string, s Streams) int {
+// Main runs one subcommand of commands and returns the process exit code.
+func Main(ctx context.Context, args []string, s Streams, commands Commands) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		usage(s.Err)
+		usage(s.Err, commands)
 		if len(args) == 0 {
 			return ExitUsage
 		}
@@ -48,10 +55,10 @@ func Main(ctx context.Context, args []string, s Streams) int {
 	cmd, ok := commands[args[0]]
 	if !ok {
 		fmt.Fprintf(s.Err, "tcpxogen: unknown command %q\n\n", args[0])
-		usage(s.Err)
+		usage(s.Err, commands)
 		return ExitUsage
 	}
-	err := cmd.run(ctx, args[1:], s)
+	err := cmd.Run(ctx, args[1:], s)
 	switch {
 	case err == nil:
 		return ExitOK
@@ -66,7 +73,7 @@ func Main(ctx context.Context, args []string, s Streams) int {
 	return ExitFailure
 }
 
-func usage(w io.Writer) {
+func usage(w io.Writer, commands Commands) {
 	fmt.Fprintln(w, "Usage: tcpxogen COMMAND [flags]\n\nCommands:")
 	names := make([]string, 0, len(commands))
 	for n := range commands {
@@ -74,7 +81,7 @@ func usage(w io.Writer) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].Summary)
 	}
 	fmt.Fprintln(w, "\nRun `tcpxogen COMMAND --help` for a command's flags.\nExit status: 0 ok, 1 failure, 2 bad usage or bad input.")
 }
@@ -85,11 +92,12 @@ type usageError struct{ err error }
 func (u usageError) Error() string { return u.err.Error() }
 func (u usageError) Unwrap() error { return u.err }
 
-func badInput(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
+// BadInput returns an error that makes the command exit 2.
+func BadInput(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
 
-// newFlags returns a flag set whose parse errors and --help behave the same in
+// NewFlags returns a flag set whose parse errors and --help behave the same in
 // every subcommand.
-func newFlags(name, synopsis string, s Streams) *pflag.FlagSet {
+func NewFlags(name, synopsis string, s Streams) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SetOutput(s.Err)
 	fs.Usage = func() {
@@ -99,7 +107,8 @@ func newFlags(name, synopsis string, s Streams) *pflag.FlagSet {
 	return fs
 }
 
-func parse(fs *pflag.FlagSet, args []string) error {
+// Parse parses args; bad flags and stray arguments are usage errors.
+func Parse(fs *pflag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return err
@@ -107,7 +116,7 @@ func parse(fs *pflag.FlagSet, args []string) error {
 		return usageError{err}
 	}
 	if fs.NArg() > 0 {
-		return badInput("unexpected arguments %q", fs.Args())
+		return BadInput("unexpected arguments %q", fs.Args())
 	}
 	return nil
 }

@@ -18,7 +18,7 @@ import (
 const GeneratedFile = "zz_generated.go"
 
 func runExtract(ctx context.Context, args []string, s Streams) error {
-	fs := newFlags("extract", "extract [--bom FILE] [--source registry|testdata|oci-layout:DIR|REGISTRY/REPO@sha256:DIGEST] [--out DIR]", s)
+	fs := NewFlags("extract", "extract [--bom FILE] [--source registry|testdata|oci-layout:DIR|REGISTRY/REPO@sha256:DIGEST] [--out DIR]", s)
 	root := fs.String("root", "", "repository root (default: the directory holding tcpxogen's go.mod, found upwards from the working directory)")
 	bomPath := fs.String("bom", bom.RepoPath, "bill of materials, relative to --root")
 	releasesPath := fs.String("releases", bom.ReleasesRepoPath, "published release pairs, relative to --root")
@@ -30,22 +30,22 @@ func runExtract(ctx context.Context, args []string, s Streams) error {
 	fs.Int64Var(&lim.MaxCompressedBytes, "max-read-bytes", lim.MaxCompressedBytes, "most layer bytes one scan may fetch")
 	fs.Int64Var(&lim.MaxExpandedBytes, "max-expanded-bytes", lim.MaxExpandedBytes, "most uncompressed bytes one scan may process")
 	fs.Int64Var(&lim.MaxFileBytes, "max-file-bytes", lim.MaxFileBytes, "largest file content that may be extracted")
-	if err := parse(fs, args); err != nil {
+	if err := Parse(fs, args); err != nil {
 		return err
 	}
-	r, err := repoRoot(*root)
+	r, err := RepoRoot(*root)
 	if err != nil {
-		return badInput("%w", err)
+		return BadInput("%w", err)
 	}
 	b, _, err := bom.LoadAll(filepath.Join(r, *bomPath), filepath.Join(r, *releasesPath))
 	if err != nil {
-		return badInput("%w", err)
+		return BadInput("%w", err)
 	}
 	outDir := filepath.Join(r, *out)
 	target := filepath.Join(outDir, GeneratedFile)
 	spec, err := sourceSpec(*source, target)
 	if err != nil {
-		return badInput("%w", err)
+		return BadInput("%w", err)
 	}
 	cfg := extract.Config{Root: r, BOM: b, Source: spec, CacheDir: *cacheDir, LibDir: *libDir, Limits: lim}
 	if isTerminal(s.Err) {
@@ -92,7 +92,8 @@ func substituted(b bool) string {
 	return "the pinned image"
 }
 
-func repoRoot(flag string) (string, error) {
+// RepoRoot resolves --root: the flag if given, else the enclosing checkout.
+func RepoRoot(flag string) (string, error) {
 	if flag != "" {
 		return filepath.Abs(flag)
 	}

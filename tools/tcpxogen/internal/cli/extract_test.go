@@ -98,7 +98,7 @@ func writeFile(t *testing.T, p, body string) {
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var o, e bytes.Buffer
-	code = Main(context.Background(), args, Streams{Out: &o, Err: &e})
+	code = Main(context.Background(), args, Streams{Out: &o, Err: &e}, Extract())
 	return code, o.String(), e.String()
 }
 

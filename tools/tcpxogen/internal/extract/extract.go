@@ -161,12 +161,7 @@ func testdataSource(cfg Config) (imagesource.Source, error) {
 }
 
 func scanImage(ctx context.Context, cfg Config, img v1.Image) (*imagefs.Result, error) {
-	wants := []imagefs.Want{
-		{Path: DefaultProfilePath, Content: true},
-		{Path: SimpleProfilePath, Content: true},
-		{Path: EntryScriptPath},
-		{Path: NCCLLibPath},
-	}
+	wants := Wants()
 	opts := []imagefs.Option{imagefs.WithLimits(cfg.Limits), imagefs.WithList(PluginDir)}
 	if cfg.Progress != nil {
 		opts = append(opts, imagefs.WithProgress(cfg.Progress))
@@ -184,6 +179,17 @@ func scanImage(ctx context.Context, cfg Config, img v1.Image) (*imagefs.Result, 
 		return nil, fmt.Errorf("installer %s does not have the expected layout: %w (tcpxogen reads the v1.0.15 layout; a moved or renamed script needs a tcpxogen change)", cfg.BOM.Images.Installer.Version, err)
 	}
 	return nil, fmt.Errorf("read installer image: %w", err)
+}
+
+// Wants are the files extraction reads from the installer image; the bench
+// scans for the same set.
+func Wants() []imagefs.Want {
+	return []imagefs.Want{
+		{Path: DefaultProfilePath, Content: true},
+		{Path: SimpleProfilePath, Content: true},
+		{Path: EntryScriptPath},
+		{Path: NCCLLibPath},
+	}
 }
 
 var ncclSoname = regexp.MustCompile(`^libnccl\.so\.(\d+\.\d+\.\d+)$`)

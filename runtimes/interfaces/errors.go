@@ -1,0 +1,138 @@
+package interfaces
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// ErrNoMapping is wrapped by the rejection of an empty mapping. A renderer
+// that finds Mapping.IsZero can return it (or match it with errors.Is) to tell
+// "nothing was configured" from "the configuration is wrong": the first is
+// fixed by passing a mapping, the second by correcting one.
+var ErrNoMapping = errors.New("no GPU NIC to GKE Network mapping: an A3 Mega TCPXO pod needs eth1..eth8 bound to this cluster's Device-type GKE Networks, and there is no default")
+
+// Error is one rejected part of a mapping. Parsers report every problem they
+// find at once (joined with errors.Join, in a deterministic order), so a user
+// fixes the input in one pass; use errors.As, or Unwrap() []error on the
+// joined error, to reach the individual problems.
+type Error struct {
+	// Line is the 1-based line in a YAML document; 0 for Parse and
+	// FromBindings, whose input has no lines.
+	Line int
+	// Entry names what is wrong, as the user wrote it: a GPU NIC ("eth8"), a
+	// pair of Parse's input (`pair 3 "eth1net-1"`), or a YAML path
+	// ("tcpxoInterfaces[2].network"). Empty for problems with the whole input.
+	Entry string
+	// Problem says what is wrong, in words that follow Entry.
+	Problem string
+	// Fix says what to do about it.
+	Fix string
+	// Err is the underlying cause, if any (ErrNoMapping, a YAML syntax error).
+	Err error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	if e.Line > 0 {
+		fmt.Fprintf(&b, "line %d: ", e.Line)
+	}
+	if e.Entry != "" {
+		b.WriteString(e.Entry)
+		b.WriteByte(' ')
+	}
+	b.WriteString(e.Problem)
+	if e.Fix != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Fix)
+	}
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// maxProblems bounds how many rejections one call reports. A pasted log or a
+// wrong file can hold thousands of bad entries; past the first screenful more
+// of the same does not help, and an unbounded list would bury the first ones.
+const maxProblems = 20
+
+// joinErrors returns nil, the single *Error itself (so a caller can type-assert
+// the common case), or all of them joined.
+func joinErrors(errs []*Error) error {
+	if len(errs) > maxProblems {
+		more := len(errs) - maxProblems
+		errs = append(errs[:maxProblems:maxProblems], &Error{
+			Problem: fmt.Sprintf("%d more problem(s) not shown", more),
+			Fix:     "fix the problems above and run again",
+		})
+	}
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		out[i] = e
+	}
+	return errors.Join(out...)
+}
+
+// maxShown bounds how much of a user's value an error message repeats.
+const maxShown = 64
+
+// show renders user input for a message: plain tokens as they are, anything
+// else quoted so that whitespace, empty strings and control characters are
+// visible and cannot garble a terminal, and long values cut short.
+func show(s string) string {
+	if s != "" && plainToken(s) && len(s) <= maxShown {
+		return s
+	}
+	if utf8.RuneCountInString(s) > maxShown {
+		r := []rune(s)
+		return strconv.Quote(string(r[:maxShown])) + "…"
+	}
+	return strconv.Quote(s)
+}
+
+func plainToken(s string) bool {
+	for _, c := range []byte(s) {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', strings.IndexByte("-_.[]", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// quoted always quotes (for network names, where the quotes mark the value
+// off from the sentence), cutting long values short like show.
+func quoted(s string) string {
+	if utf8.RuneCountInString(s) > maxShown {
+		return strconv.Quote(string([]rune(s)[:maxShown])) + "…"
+	}
+	return strconv.Quote(s)
+}
+
+// times words a repeat count: "twice", "3 times".
+func times(n int) string {
+	if n == 2 {
+		return "twice"
+	}
+	return strconv.Itoa(n) + " times"
+}
+
+// andList joins words as "a", "a and b", "a, b and c".
+func andList(words []string) string {
+	switch len(words) {
+	case 0:
+		return ""
+	case 1:
+		return words[0]
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
+}

@@ -1,0 +1,186 @@
+package runtimes
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sebdah/goldie/v2"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
+	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
+)
+
+func loadInputs(t *testing.T) *Inputs {
+	t.Helper()
+	in, err := LoadInputs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+// TestGoldens: the committed manifests are what the builders produce now.
+// Accept a reviewed change with `go test ./runtimes -update` (or go generate).
+func TestGoldens(t *testing.T) {
+	files, err := Goldens(loadInputs(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := goldie.New(t, goldie.WithFixtureDir(".."), goldie.WithNameSuffix(""))
+	for rel, data := range files {
+		g.Assert(t, rel, data)
+	}
+}
+
+func TestRuntimeRequiresMapping(t *testing.T) {
+	_, err := TorchRuntime(loadInputs(t), Options{})
+	if err == nil || !strings.Contains(err.Error(), "eth1=<network>") {
+		t.Fatalf("a runtime without the GPU-NIC mapping must not render, got %v", err)
+	}
+}
+
+func TestRuntimeRejectsUnpinnedWorker(t *testing.T) {
+	_, err := TorchRuntime(loadInputs(t), Options{Interfaces: ExampleInterfaces(), WorkerImage: "pytorch/pytorch:latest"})
+	if err == nil || !strings.Contains(err.Error(), "digest") {
+		t.Fatalf("want a digest error, got %v", err)
+	}
+}
+
+func TestRuntimeRejectsUnknownProfile(t *testing.T) {
+	if _, err := TorchRuntime(loadInputs(t), Options{Interfaces: ExampleInterfaces(), Profile: "fast"}); err == nil {
+		t.Fatal("unknown profile accepted")
+	}
+}
+
+func nodePod(t *testing.T, opts Options) corev1.PodTemplateSpec {
+	t.Helper()
+	rt, err := TorchRuntime(loadInputs(t), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt.Spec.Template.Spec.ReplicatedJobs[0].Template.Spec.Template
+}
+
+func envMap(env []corev1.EnvVar) map[string]string {
+	m := map[string]string{}
+	for _, e := range env {
+		m[e.Name] = e.Value
+	}
+	return m
+}
+
+// The worker env is the generated profile plus the reviewed overrides and
+// nothing else, for both profiles.
+func TestWorkerEnvIsProfilePlusOverrides(t *testing.T) {
+	for name, prof := range map[string][]tcpxo.EnvVar{ProfileDefault: tcpxo.DefaultProfile(), ProfileSimple: tcpxo.SimpleProfile()} {
+		t.Run(name, func(t *testing.T) {
+			pod := nodePod(t, Options{Interfaces: ExampleInterfaces(), Profile: name})
+			env := envMap(pod.Spec.Containers[0].Env)
+			for _, v := range prof {
+				if env[v.Name] != v.Value {
+					t.Errorf("%s = %q, profile says %q", v.Name, env[v.Name], v.Value)
+				}
+			}
+			if env["NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY"] != ApertureDevices {
+				t.Error("non-privileged LLCM directory override missing")
+			}
+			if len(env) != len(prof)+1 {
+				t.Errorf("env has %d variables, want the profile's %d plus one reviewed addition", len(env), len(prof))
+			}
+		})
+	}
+}
+
+func TestWiring(t *testing.T) {
+	m, err := interfaces.Parse("eth8=h,eth7=g,eth6=f,eth5=e,eth4=d,eth3=c,eth2=b,eth1=a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := nodePod(t, Options{Interfaces: m, NodeSelector: map[string]string{"pool": "a3"},
+		Tolerations: []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists}}})
+	ann := pod.Annotations[AnnotationInterfaces]
+	if !strings.HasPrefix(ann, `[{"interfaceName":"eth0","network":"default"},{"interfaceName":"eth1","network":"a"}`) {
+		t.Errorf("interfaces annotation %s: eth0→default must come first, then eth1 by its explicit pair", ann)
+	}
+	if pod.Annotations[AnnotationDefaultInterface] != "eth0" || !strings.Contains(pod.Annotations[AnnotationDaemonDevices], "/dev/dmabuf_import_helper") {
+		t.Errorf("annotations %v", pod.Annotations)
+	}
+	if pod.Spec.NodeSelector["pool"] != "a3" || len(pod.Spec.Tolerations) != 1 {
+		t.Errorf("node selector / tolerations not applied: %v %v", pod.Spec.NodeSelector, pod.Spec.Tolerations)
+	}
+	d := pod.Spec.InitContainers[0]
+	if d.Name != DaemonContainer || d.Image != tcpxo.DaemonImage || d.RestartPolicy == nil || *d.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+		t.Errorf("daemon sidecar: %+v", d)
+	}
+	if slices.ContainsFunc(d.Args, func(a string) bool { return strings.HasPrefix(a, "--num_nics") }) {
+		t.Error("the retired --num_nics flag is set")
+	}
+	if d.StartupProbe == nil || !slices.Contains(d.StartupProbe.Exec.Command, HealthCheckFile) || envMap(d.Env)["HEALTH_CHECK_LOG_FILE"] != HealthCheckFile {
+		t.Error("daemon readiness: startup probe and HEALTH_CHECK_LOG_FILE must agree")
+	}
+	node := pod.Spec.Containers[0]
+	gpu := node.Resources.Limits[GPUResource]
+	if gpu.Value() != GPUsPerNode || !slices.Contains(node.SecurityContext.Capabilities.Add, "IPC_LOCK") {
+		t.Errorf("worker resources/caps: %v %v", node.Resources, node.SecurityContext)
+	}
+	mounts := map[string]bool{}
+	for _, vm := range node.VolumeMounts {
+		mounts[vm.MountPath] = true
+	}
+	for _, p := range []string{"/dev/shm", LibMountPath, ApertureDevices} {
+		if !mounts[p] {
+			t.Errorf("worker lacks mount %s", p)
+		}
+	}
+}
+
+func TestComponentsPinFromBOM(t *testing.T) {
+	in := loadInputs(t)
+	var images []string
+	for _, ds := range Components(in) {
+		for _, c := range append(ds.Spec.Template.Spec.InitContainers, ds.Spec.Template.Spec.Containers...) {
+			images = append(images, c.Image)
+		}
+	}
+	for _, want := range []string{in.BOM.Images.Installer.Reference, in.BOM.Images.Pause.Reference, in.BOM.Images.NRIInjector.Reference} {
+		if !slices.Contains(images, want) {
+			t.Errorf("components do not pull %s (have %v)", want, images)
+		}
+	}
+	for _, img := range images {
+		if !strings.Contains(img, "@sha256:") {
+			t.Errorf("component image %s is not digest-pinned", img)
+		}
+	}
+}
+
+func TestEncodeJSONAndYAML(t *testing.T) {
+	rt, err := TorchRuntime(loadInputs(t), Options{Interfaces: ExampleInterfaces()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := Encode(FormatJSON, nil, rt)
+	if err != nil || !strings.HasPrefix(string(j), "{") || !strings.Contains(string(j), `"kind": "ClusterTrainingRuntime"`) {
+		t.Fatalf("json: %v %.80s", err, j)
+	}
+	if _, err := Encode("toml", nil, rt); err == nil {
+		t.Fatal("unknown format accepted")
+	}
+	a, _ := Encode(FormatYAML, nil, rt)
+	b, _ := Encode(FormatYAML, nil, rt)
+	if string(a) != string(b) {
+		t.Fatal("YAML output is not deterministic")
+	}
+}
+
+func TestGoldenFilesExist(t *testing.T) {
+	for _, rel := range []string{GoldenRuntime, GoldenComponents} {
+		if _, err := os.Stat(filepath.Join("..", rel)); err != nil {
+			t.Errorf("%s: %v (run go generate ./...)", rel, err)
+		}
+	}
+}

@@ -1,0 +1,162 @@
+package runtimes
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	trainerconst "github.com/kubeflow/trainer/v2/pkg/constants"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
+	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
+)
+
+// RuntimeName is the ClusterTrainingRuntime users reference from a TrainJob.
+const RuntimeName = "torch-distributed-tcpxo"
+
+// FrameworkLabel tells the Kubeflow SDK which framework a runtime runs.
+const FrameworkLabel = "trainer.kubeflow.org/framework"
+
+// Profiles a runtime can ship, by name.
+const (
+	ProfileDefault = "default"
+	ProfileSimple  = "simple"
+)
+
+var profiles = map[string]func() []tcpxo.EnvVar{
+	ProfileDefault: tcpxo.DefaultProfile,
+	ProfileSimple:  tcpxo.SimpleProfile,
+}
+
+// Options are the cluster-specific inputs of the shipped runtime.
+type Options struct {
+	// Interfaces is required: without the GPU-NIC networks a pod gets only
+	// eth0 and NCCL silently runs over TCP.
+	Interfaces   interfaces.Mapping
+	NodeSelector map[string]string // default: the A3 Mega accelerator label
+	Tolerations  []corev1.Toleration
+	WorkerImage  string // default: the BOM's worker image; must be pinned by digest
+	Profile      string // default or simple; default: default
+}
+
+// Inputs are the reviewed files the builders read besides the constants.
+type Inputs struct {
+	BOM       *bom.BOM
+	Releases  *bom.Releases
+	Overrides *bom.Overrides
+}
+
+// LoadInputs reads bom.yaml, releases.yaml and overrides.yaml under root.
+func LoadInputs(root string) (*Inputs, error) {
+	at := func(rel string) string { return strings.TrimSuffix(root, "/") + "/" + rel }
+	b, r, err := bom.LoadAll(at(bom.RepoPath), at(bom.ReleasesRepoPath))
+	if err != nil {
+		return nil, err
+	}
+	o, err := bom.LoadOverrides(at(bom.OverridesRepoPath))
+	if err != nil {
+		return nil, err
+	}
+	return &Inputs{BOM: b, Releases: r, Overrides: o}, nil
+}
+
+// WorkerEnv is the shipped worker env: the named generated profile with the
+// reviewed overrides applied.
+func (in *Inputs) WorkerEnv(profile string) ([]corev1.EnvVar, error) {
+	get, ok := profiles[profile]
+	if !ok {
+		return nil, fmt.Errorf("profile %q is not one of %s", profile, strings.Join(slices.Sorted(maps.Keys(profiles)), ", "))
+	}
+	var prof []bom.EnvVar
+	for _, v := range get() {
+		prof = append(prof, bom.EnvVar{Name: v.Name, Value: v.Value})
+	}
+	var published []bom.EnvVar
+	if cfg, ok := in.Releases.ConfigFor(tcpxo.PluginVersion); ok {
+		published = cfg.Env
+	}
+	env, err := in.Overrides.Apply(prof, tcpxo.NormalizedVariables(), published)
+	if err != nil {
+		return nil, fmt.Errorf("apply reviewed overrides to the %s profile of installer %s: %w", profile, tcpxo.PluginVersion, err)
+	}
+	out := make([]corev1.EnvVar, len(env))
+	for i, v := range env {
+		out[i] = corev1.EnvVar{Name: v.Name, Value: v.Value}
+	}
+	return out, nil
+}
+
+func (o *Options) defaults(in *Inputs) error {
+	if o.Interfaces.IsZero() {
+		return errors.New("the GPU-NIC network mapping is required (eth1=<network>,...,eth8=<network>): without it pods get only eth0 and NCCL silently falls back to TCP")
+	}
+	if o.NodeSelector == nil {
+		o.NodeSelector = map[string]string{AcceleratorLabel: AcceleratorValue}
+	}
+	if o.WorkerImage == "" {
+		o.WorkerImage = in.BOM.Images.Worker.Reference
+	}
+	if !strings.Contains(o.WorkerImage, "@sha256:") {
+		return fmt.Errorf("worker image %q is not pinned by digest: use REPO:TAG@sha256:DIGEST", o.WorkerImage)
+	}
+	if o.Profile == "" {
+		o.Profile = ProfileDefault
+	}
+	return nil
+}
+
+// TorchRuntime builds torch-distributed-tcpxo. It fails closed: no mapping,
+// an unknown profile or a stale override is an error, never a runtime
+// without the wiring.
+func TorchRuntime(in *Inputs, opts Options) (*trainer.ClusterTrainingRuntime, error) {
+	if err := opts.defaults(in); err != nil {
+		return nil, err
+	}
+	env, err := in.WorkerEnv(opts.Profile)
+	if err != nil {
+		return nil, err
+	}
+	node := corev1.Container{Name: NodeContainer, Image: opts.WorkerImage}
+	WorkerWiring(&node, env)
+	pod := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Annotations: PodAnnotations(opts.Interfaces)},
+		Spec: corev1.PodSpec{
+			NodeSelector:   opts.NodeSelector,
+			Tolerations:    opts.Tolerations,
+			InitContainers: []corev1.Container{DaemonSidecar()},
+			Containers:     []corev1.Container{node},
+			Volumes:        Volumes(),
+		},
+	}
+	return &trainer.ClusterTrainingRuntime{
+		TypeMeta: metav1.TypeMeta{APIVersion: trainer.GroupVersion.String(), Kind: trainer.ClusterTrainingRuntimeKind},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   RuntimeName,
+			Labels: map[string]string{FrameworkLabel: "torch"},
+		},
+		Spec: trainer.TrainingRuntimeSpec{
+			MLPolicy: &trainer.MLPolicy{
+				NumNodes:       ptr.To[int32](2),
+				MLPolicySource: trainer.MLPolicySource{Torch: &trainer.TorchMLPolicySource{}},
+			},
+			Template: trainer.JobSetTemplateSpec{Spec: jobsetv1alpha2.JobSetSpec{
+				ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{{
+					Name: trainerconst.Node,
+					Template: batchv1.JobTemplateSpec{
+						ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{trainerconst.LabelTrainJobAncestor: trainerconst.AncestorTrainer}},
+						Spec:       batchv1.JobSpec{Template: pod},
+					},
+				}},
+			}},
+		},
+	}, nil
+}

@@ -1,0 +1,210 @@
+// Package rendercmd implements `tcpxogen render`: the shipped runtime and
+// component manifests on stdout, and the goldens `go generate` maintains.
+// It links the generated constants, so it is kept apart from extract (which
+// must run when they are missing or broken).
+package rendercmd
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/atomicfile"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
+)
+
+// Commands returns the render command set.
+func Commands() cli.Commands {
+	return cli.Commands{"render": {Summary: "render the shipped runtime (render runtime), the installer components (render components) or the goldens (render goldens)", Run: run}}
+}
+
+var subcommands = map[string]func(context.Context, []string, cli.Streams) error{
+	"runtime":    renderRuntime,
+	"components": renderComponents,
+	"goldens":    renderGoldens,
+}
+
+func run(ctx context.Context, args []string, s cli.Streams) error {
+	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" {
+		fmt.Fprintln(s.Err, "Usage: tcpxogen render runtime|components|goldens [flags]")
+		if len(args) == 0 {
+			return cli.BadInput("name what to render: runtime, components or goldens")
+		}
+		return nil
+	}
+	sub, ok := subcommands[args[0]]
+	if !ok {
+		return cli.BadInput("render %q: want runtime, components or goldens", args[0])
+	}
+	return sub(ctx, args[1:], s)
+}
+
+func renderRuntime(_ context.Context, args []string, s cli.Streams) error {
+	fs := cli.NewFlags("render runtime", "render runtime (--interfaces eth1=NET,...,eth8=NET | --values FILE) [--node-selector k=v]... [--toleration key[=value]:Effect]... [--worker-image REF] [--profile default|simple] [-o yaml|json]", s)
+	root := fs.String("root", "", "repository root (default: found upwards from the working directory)")
+	ifaces := fs.String("interfaces", "", "GPU-NIC to GKE Network mapping: eth1=<network>,...,eth8=<network> (required unless --values)")
+	values := fs.String("values", "", "YAML file with tcpxoInterfaces: [{interfaceName, network}, ...]")
+	selectors := fs.StringArray("node-selector", nil, "node selector key=value (repeatable; default cloud.google.com/gke-accelerator=nvidia-h100-mega-80gb)")
+	tolerations := fs.StringArray("toleration", nil, "toleration key[=value]:Effect (repeatable)")
+	worker := fs.String("worker-image", "", "worker image, pinned by digest (default: the BOM's worker image)")
+	profile := fs.String("profile", runtimes.ProfileDefault, "NCCL profile: default or simple")
+	format := fs.StringP("output", "o", "yaml", "output format: yaml or json")
+	if err := cli.Parse(fs, args); err != nil {
+		return err
+	}
+	opts, err := runtimeOptions(*ifaces, *values, *selectors, *tolerations)
+	if err != nil {
+		return cli.BadInput("%w", err)
+	}
+	opts.WorkerImage, opts.Profile = *worker, *profile
+	in, err := inputs(*root)
+	if err != nil {
+		return err
+	}
+	rt, err := runtimes.TorchRuntime(in, opts)
+	if err != nil {
+		return cli.BadInput("%w", err)
+	}
+	return write(s, runtimes.Format(*format), nil, rt)
+}
+
+func renderComponents(_ context.Context, args []string, s cli.Streams) error {
+	fs := cli.NewFlags("render components", "render components [-o yaml|json]", s)
+	root := fs.String("root", "", "repository root (default: found upwards from the working directory)")
+	format := fs.StringP("output", "o", "yaml", "output format: yaml or json")
+	if err := cli.Parse(fs, args); err != nil {
+		return err
+	}
+	in, err := inputs(*root)
+	if err != nil {
+		return err
+	}
+	var objs []any
+	for _, ds := range runtimes.Components(in) {
+		objs = append(objs, ds)
+	}
+	return write(s, runtimes.Format(*format), nil, objs...)
+}
+
+// renderGoldens rewrites the committed manifests, all or nothing.
+func renderGoldens(_ context.Context, args []string, s cli.Streams) error {
+	fs := cli.NewFlags("render goldens", "render goldens [--root DIR]", s)
+	root := fs.String("root", "", "repository root (default: found upwards from the working directory)")
+	if err := cli.Parse(fs, args); err != nil {
+		return err
+	}
+	r, err := cli.RepoRoot(*root)
+	if err != nil {
+		return cli.BadInput("%w", err)
+	}
+	in, err := runtimes.LoadInputs(r)
+	if err != nil {
+		return cli.BadInput("%w", err)
+	}
+	files, err := runtimes.Goldens(in)
+	if err != nil {
+		return err
+	}
+	set := atomicfile.Set{}
+	for rel, data := range files {
+		set[filepath.Join(r, filepath.FromSlash(rel))] = data
+	}
+	changed, err := set.Commit(0o644)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(s.Err, "render goldens: %d files, %d changed\n", len(files), len(changed))
+	return nil
+}
+
+func inputs(root string) (*runtimes.Inputs, error) {
+	r, err := cli.RepoRoot(root)
+	if err != nil {
+		return nil, cli.BadInput("%w", err)
+	}
+	in, err := runtimes.LoadInputs(r)
+	if err != nil {
+		return nil, cli.BadInput("%w", err)
+	}
+	return in, nil
+}
+
+func write(s cli.Streams, format runtimes.Format, header []string, objs ...any) error {
+	data, err := runtimes.Encode(format, header, objs...)
+	if err != nil {
+		return cli.BadInput("%w", err)
+	}
+	_, err = s.Out.Write(data)
+	return err
+}
+
+func runtimeOptions(ifaces, values string, selectors, tolerations []string) (runtimes.Options, error) {
+	var opts runtimes.Options
+	var err error
+	switch {
+	case ifaces != "" && values != "":
+		return opts, fmt.Errorf("give the mapping once: --interfaces or --values, not both")
+	case values != "":
+		data, rerr := os.ReadFile(values)
+		if rerr != nil {
+			return opts, fmt.Errorf("read --values: %w", rerr)
+		}
+		opts.Interfaces, err = interfaces.ParseYAML(data)
+	default:
+		opts.Interfaces, err = interfaces.Parse(ifaces)
+	}
+	if err != nil {
+		return opts, err
+	}
+	if opts.NodeSelector, err = parseSelectors(selectors); err != nil {
+		return opts, err
+	}
+	opts.Tolerations, err = parseTolerations(tolerations)
+	return opts, err
+}
+
+func parseSelectors(in []string) (map[string]string, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, kv := range in {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--node-selector %q: want key=value", kv)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+var effects = map[string]corev1.TaintEffect{
+	"NoSchedule":       corev1.TaintEffectNoSchedule,
+	"PreferNoSchedule": corev1.TaintEffectPreferNoSchedule,
+	"NoExecute":        corev1.TaintEffectNoExecute,
+}
+
+// parseTolerations reads kubectl-taint-shaped tolerations: key=value:Effect
+// (operator Equal) or key:Effect (operator Exists).
+func parseTolerations(in []string) ([]corev1.Toleration, error) {
+	var out []corev1.Toleration
+	for _, t := range in {
+		kv, eff, ok := strings.Cut(t, ":")
+		effect, known := effects[eff]
+		if !ok || !known || kv == "" {
+			return nil, fmt.Errorf("--toleration %q: want key[=value]:Effect with Effect one of NoSchedule, PreferNoSchedule, NoExecute", t)
+		}
+		tol := corev1.Toleration{Key: kv, Operator: corev1.TolerationOpExists, Effect: effect}
+		if k, v, hasValue := strings.Cut(kv, "="); hasValue {
+			tol.Key, tol.Value, tol.Operator = k, v, corev1.TolerationOpEqual
+		}
+		out = append(out, tol)
+	}
+	return out, nil
+}
