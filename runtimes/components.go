@@ -5,8 +5,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-
-	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
 )
 
 // Component names; the coupling check and the docs refer to them.
@@ -65,7 +63,7 @@ func installer(in *Inputs) *appsv1.DaemonSet {
 		InitContainers: []corev1.Container{
 			{
 				Name:            "nccl-tcpxo-installer",
-				Image:           tcpxo.InstallerImage,
+				Image:           in.Pins.InstallerImage,
 				Command:         []string{"/scripts/container_entry.sh"},
 				Args:            []string{"install", "--install-nccl"},
 				SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
@@ -73,9 +71,9 @@ func installer(in *Inputs) *appsv1.DaemonSet {
 			},
 			{
 				Name:         "copy-to-host",
-				Image:        tcpxo.InstallerImage,
+				Image:        in.Pins.InstallerImage,
 				Command:      []string{"/bin/sh", "-c"},
-				Args:         []string{"mkdir -p " + tcpxo.LibDir + " && cp -a " + installDir + "/lib64/. " + tcpxo.LibDir + "/"},
+				Args:         []string{"mkdir -p " + in.Pins.LibDir + " && cp -a " + installDir + "/lib64/. " + in.Pins.LibDir + "/"},
 				VolumeMounts: mounts,
 			},
 		},

@@ -16,7 +16,6 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/tcpxogen/tcpxogen/bom"
-	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 )
 
@@ -32,11 +31,6 @@ const (
 	ProfileSimple  = "simple"
 )
 
-var profiles = map[string]func() []tcpxo.EnvVar{
-	ProfileDefault: tcpxo.DefaultProfile,
-	ProfileSimple:  tcpxo.SimpleProfile,
-}
-
 // Options are the cluster-specific inputs of the shipped runtime.
 type Options struct {
 	// Interfaces is required: without the GPU-NIC networks a pod gets only
@@ -48,14 +42,16 @@ type Options struct {
 	Profile      string // default or simple; default: default
 }
 
-// Inputs are the reviewed files the builders read besides the constants.
+// Inputs are everything the builders read: the pins and the reviewed files.
 type Inputs struct {
+	Pins      Pins
 	BOM       *bom.BOM
 	Releases  *bom.Releases
 	Overrides *bom.Overrides
 }
 
-// LoadInputs reads bom.yaml, releases.yaml and overrides.yaml under root.
+// LoadInputs reads bom.yaml, releases.yaml and overrides.yaml under root,
+// with the compiled-in generated pins.
 func LoadInputs(root string) (*Inputs, error) {
 	at := func(rel string) string { return strings.TrimSuffix(root, "/") + "/" + rel }
 	b, r, err := bom.LoadAll(at(bom.RepoPath), at(bom.ReleasesRepoPath))
@@ -66,27 +62,23 @@ func LoadInputs(root string) (*Inputs, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Inputs{BOM: b, Releases: r, Overrides: o}, nil
+	return &Inputs{Pins: GeneratedPins(), BOM: b, Releases: r, Overrides: o}, nil
 }
 
 // WorkerEnv is the shipped worker env: the named generated profile with the
 // reviewed overrides applied.
 func (in *Inputs) WorkerEnv(profile string) ([]corev1.EnvVar, error) {
-	get, ok := profiles[profile]
+	prof, ok := in.Pins.Profiles[profile]
 	if !ok {
-		return nil, fmt.Errorf("profile %q is not one of %s", profile, strings.Join(slices.Sorted(maps.Keys(profiles)), ", "))
-	}
-	var prof []bom.EnvVar
-	for _, v := range get() {
-		prof = append(prof, bom.EnvVar{Name: v.Name, Value: v.Value})
+		return nil, fmt.Errorf("profile %q is not one of %s", profile, strings.Join(slices.Sorted(maps.Keys(in.Pins.Profiles)), ", "))
 	}
 	var published []bom.EnvVar
-	if cfg, ok := in.Releases.ConfigFor(tcpxo.PluginVersion); ok {
+	if cfg, ok := in.Releases.ConfigFor(in.Pins.PluginVersion); ok {
 		published = cfg.Env
 	}
-	env, err := in.Overrides.Apply(prof, tcpxo.NormalizedVariables(), published)
+	env, err := in.Overrides.Apply(prof, in.Pins.Contextual, published)
 	if err != nil {
-		return nil, fmt.Errorf("apply reviewed overrides to the %s profile of installer %s: %w", profile, tcpxo.PluginVersion, err)
+		return nil, fmt.Errorf("apply reviewed overrides to the %s profile of installer %s: %w", profile, in.Pins.PluginVersion, err)
 	}
 	out := make([]corev1.EnvVar, len(env))
 	for i, v := range env {
@@ -132,7 +124,7 @@ func TorchRuntime(in *Inputs, opts Options) (*trainer.ClusterTrainingRuntime, er
 		Spec: corev1.PodSpec{
 			NodeSelector:   opts.NodeSelector,
 			Tolerations:    opts.Tolerations,
-			InitContainers: []corev1.Container{DaemonSidecar()},
+			InitContainers: []corev1.Container{DaemonSidecar(in.Pins)},
 			Containers:     []corev1.Container{node},
 			Volumes:        Volumes(),
 		},

@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
-	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 )
 
@@ -107,15 +106,15 @@ func Volumes() []corev1.Volume {
 // with restartPolicy Always starts before the worker and lives beside it.
 // Its startup probe fails the pod fast on a bad node instead of letting
 // NCCL init hang waiting for a daemon that never comes up.
-func DaemonSidecar() corev1.Container {
+func DaemonSidecar(p Pins) corev1.Container {
 	return corev1.Container{
 		Name:          DaemonContainer,
-		Image:         tcpxo.DaemonImage,
+		Image:         p.DaemonImage,
 		RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
 		Command:       []string{DaemonEntrypoint},
 		Args:          []string{DaemonHops},
 		Env: []corev1.EnvVar{
-			{Name: "LD_LIBRARY_PATH", Value: tcpxo.LibDir},
+			{Name: "LD_LIBRARY_PATH", Value: p.LibDir},
 			{Name: "HEALTH_CHECK_LOG_FILE", Value: HealthCheckFile},
 		},
 		SecurityContext: &corev1.SecurityContext{

@@ -43,8 +43,10 @@ var yamlShape = yamlKey + ": followed by eight entries, " +
 // be half-read: unknown fields, duplicate keys, values of the wrong type
 // (write a network named like a number or true/false in quotes), a second
 // document and an empty list are all rejected. The binding rules are Parse's;
-// entries may be in any order. Every *Error carries the line it refers to,
-// and the errors are in line order.
+// entries may be in any order. Every *Error carries the line it refers to
+// (0 only for problems with the input as a whole, such as an empty or
+// oversized document), and the errors are in line order. Callers add the file
+// name when wrapping the error.
 func ParseYAML(data []byte) (m Mapping, err error) {
 	// yaml.v3 re-panics on internal errors it does not recognise; input must
 	// never crash the tool, so that becomes a rejection.
@@ -245,7 +247,7 @@ func (r *yamlReader) text(f field, path string) (string, bool) {
 	}
 	fix := "write a single name"
 	if v.Kind == yaml.ScalarNode {
-		fix = "quote the value if it is meant as a name, e.g. " + f.key.Value + ": " + strconv.Quote(v.Value)
+		fix = "quote the value if it is meant as a name, e.g. " + f.key.Value + ": " + quoted(v.Value)
 	}
 	r.add(v.Line, show(path), "must be a string, not "+kindWord(v), fix)
 	return "", false

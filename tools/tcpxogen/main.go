@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/checkcmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/rendercmd"
 )
@@ -23,6 +24,7 @@ import (
 func main() {
 	cmds := cli.Extract()
 	maps.Copy(cmds, rendercmd.Commands())
+	maps.Copy(cmds, checkcmd.Commands())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	code := cli.Main(ctx, os.Args[1:], cli.Streams{Out: os.Stdout, Err: os.Stderr}, cmds)
 	stop()

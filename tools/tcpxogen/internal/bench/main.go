@@ -92,12 +92,12 @@ func run(size int64) error {
 	tree := filepath.Join(root, extract.TestdataDir, b.Images.Installer.Version)
 	fmt.Printf("building and pushing a %.2f GB synthetic installer image to %s ...\n", float64(size)/1e9, reg.Host)
 	start := time.Now()
-	big, err := push(reg.Host+"/bench/installer-big:"+b.Images.Installer.Version, tree, size)
+	big, err := push(reg.Host+"/bench/installer-big:"+b.Images.Installer.Version, tree, size, tmp)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("  pushed in %s\n", time.Since(start).Round(time.Millisecond))
-	small, err := push(reg.Host+"/bench/installer:"+b.Images.Installer.Version, tree, 0)
+	small, err := push(reg.Host+"/bench/installer:"+b.Images.Installer.Version, tree, 0, tmp)
 	if err != nil {
 		return err
 	}
@@ -148,10 +148,12 @@ func spawnMedian(n int, phase, ref, cache string) (measurement, error) {
 	return ms[len(ms)/2], nil
 }
 
-func push(ref, tree string, baseSize int64) (string, error) {
+// push builds the reconstruction on a gzip'd synthetic base of baseSize
+// uncompressed bytes (none when 0) and pushes it; it returns ref@digest.
+func push(ref, tree string, baseSize int64, tmp string) (string, error) {
 	var bases []v1.Layer
 	if baseSize > 0 {
-		l, err := reconstruction.SyntheticBase(baseSize, 1)
+		l, err := reconstruction.SyntheticBaseFile(tmp, baseSize, 1)
 		if err != nil {
 			return "", err
 		}
@@ -190,9 +192,6 @@ func spawn(phase, ref, cache string) (measurement, error) {
 	if err := json.Unmarshal(out, &m); err != nil {
 		return measurement{}, fmt.Errorf("decode child result %q: %w", out, err)
 	}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		m.MaxRSSKB = ru.Maxrss
-	}
 	return m, nil
 }
 
@@ -213,8 +212,14 @@ func child(phase, ref, cache string) error {
 	if err != nil {
 		return err
 	}
+	wall := time.Since(start)
 	snap := stats.Snapshot()
-	return json.NewEncoder(os.Stdout).Encode(measurement{Phase: phase, Wall: time.Since(start), Requests: snap.Requests, Bytes: snap.Bytes})
+	// The child's own peak RSS: each phase runs in a fresh process.
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return err
+	}
+	return json.NewEncoder(os.Stdout).Encode(measurement{Phase: phase, Wall: wall, Requests: snap.Requests, Bytes: snap.Bytes, MaxRSSKB: ru.Maxrss})
 }
 
 // topDown is the production path: extract.Run with the image declared as a
@@ -285,7 +290,7 @@ func report(size int64, r map[string]measurement) error {
 	fmt.Printf("\n%-28s %12s %14s %10s %12s\n", "measurement", "wall", "bytes read", "requests", "peak RSS")
 	for _, k := range []string{"topdown", "flatten", "reconstruction", "cold", "warm"} {
 		m := r[k]
-		fmt.Printf("%-28s %12s %14d %10d %9.1f MB\n", k, m.Wall.Round(time.Microsecond), m.Bytes, m.Requests, float64(m.MaxRSSKB)/1024)
+		fmt.Printf("%-28s %12s %14d %10d %9d KB\n", k, m.Wall.Round(time.Microsecond), m.Bytes, m.Requests, m.MaxRSSKB)
 	}
 	fmt.Printf("\nsynthetic base %.2f GB; top-down is %.0fx faster than flatten and read %.6f%% of its bytes\n",
 		float64(size)/1e9, speedup, 100*float64(td.Bytes)/float64(max(fl.Bytes, 1)))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"go/parser"
 	"go/token"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -68,5 +69,23 @@ func TestGoEmptyListsStillCompile(t *testing.T) {
 	}
 	if _, err := parser.ParseFile(token.NewFileSet(), "x.go", out, 0); err != nil {
 		t.Fatalf("emitted code does not parse: %v\n%s", err, out)
+	}
+}
+
+func TestParseRoundTrips(t *testing.T) {
+	want := sample()
+	src, err := Go("tcpxo", want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Parse("x.go", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("round trip lost data:\n got %+v\nwant %+v", got, want)
+	}
+	if _, err := Parse("x.go", bytes.Replace(src, []byte("NCCLVersion ="), []byte("NCCLVersionX ="), 1)); err == nil || !strings.Contains(err.Error(), "NCCLVersion") {
+		t.Fatalf("a file missing a constant must fail naming it, got %v", err)
 	}
 }

@@ -133,3 +133,38 @@ func TestSyntheticBaseIsDeterministicAndSized(t *testing.T) {
 		t.Fatalf("compressed size %d < content %d: content is not incompressible", n, size)
 	}
 }
+
+func TestSyntheticBaseFileCompressesLikeLibraries(t *testing.T) {
+	const size = 8 << 20
+	l, err := SyntheticBaseFile(t.TempDir(), size, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := l.Size()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ratio := float64(n) / size; ratio < 0.4 || ratio > 0.75 {
+		t.Fatalf("compressed/uncompressed = %.2f, want about one half", ratio)
+	}
+	rc, err := l.Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	var total int64
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += h.Size
+	}
+	if total != size {
+		t.Fatalf("file content %d bytes, want %d", total, size)
+	}
+}

@@ -1,0 +1,49 @@
+package runtimes
+
+import (
+	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
+)
+
+// Pins are the extracted facts the builders consume. GeneratedPins reads
+// the constants compiled into this binary; the coupling check builds Pins
+// from the committed generated file it parses, so it judges the tree it is
+// pointed at rather than the one it was compiled from.
+type Pins struct {
+	PluginVersion  string
+	InstallerImage string
+	DaemonImage    string
+	DaemonVersion  string
+	NCCLVersion    string
+	LibDir         string
+	// Profiles by name (ProfileDefault, ProfileSimple), in export order.
+	Profiles map[string][]bom.EnvVar
+	// Contextual names profile variables whose value depends on the
+	// environment the profile is sourced into.
+	Contextual []string
+}
+
+// GeneratedPins are the pins of generated/tcpxo.
+func GeneratedPins() Pins {
+	return Pins{
+		PluginVersion:  tcpxo.PluginVersion,
+		InstallerImage: tcpxo.InstallerImage,
+		DaemonImage:    tcpxo.DaemonImage,
+		DaemonVersion:  tcpxo.DaemonVersion,
+		NCCLVersion:    tcpxo.NCCLVersion,
+		LibDir:         tcpxo.LibDir,
+		Profiles: map[string][]bom.EnvVar{
+			ProfileDefault: envOf(tcpxo.DefaultProfile()),
+			ProfileSimple:  envOf(tcpxo.SimpleProfile()),
+		},
+		Contextual: tcpxo.NormalizedVariables(),
+	}
+}
+
+func envOf(vars []tcpxo.EnvVar) []bom.EnvVar {
+	out := make([]bom.EnvVar, len(vars))
+	for i, v := range vars {
+		out[i] = bom.EnvVar{Name: v.Name, Value: v.Value}
+	}
+	return out
+}

@@ -1,0 +1,60 @@
+// Package checkcmd implements `tcpxogen check`: the coupling check behind
+// `make bom-check`, and with --release the gate behind `make release-check`.
+package checkcmd
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/coupling"
+)
+
+// Commands returns the check command set.
+func Commands() cli.Commands {
+	return cli.Commands{"check": {Summary: "coupling check (make bom-check); --release adds the release gate (make release-check)", Run: run}}
+}
+
+// errFailed carries the exit status of a check that ran and found problems;
+// the report itself was already printed.
+var errFailed = errors.New("checks failed")
+
+func run(ctx context.Context, args []string, s cli.Streams) error {
+	fs := cli.NewFlags("check", "check [--root DIR] [--release]", s)
+	root := fs.String("root", "", "repository root (default: found upwards from the working directory)")
+	release := fs.Bool("release", false, "also require provenance from the pinned image and every pinned digest to resolve in its registry")
+	cacheDir := fs.String("cache-dir", defaultCacheDir(), "blob cache re-extraction may read (the check never uses the network for it)")
+	if err := cli.Parse(fs, args); err != nil {
+		return err
+	}
+	r, err := cli.RepoRoot(*root)
+	if err != nil {
+		return cli.BadInput("%w", err)
+	}
+	opts := coupling.Options{CacheDir: *cacheDir}
+	var rep coupling.Report
+	name := "bom-check"
+	if *release {
+		name = "release-check"
+		rep = coupling.RunRelease(ctx, r, coupling.ReleaseOptions{Options: opts})
+	} else {
+		rep = coupling.Run(ctx, r, opts)
+	}
+	rep.Write(s.Out, name)
+	if rep.Failed() {
+		return errFailed
+	}
+	return nil
+}
+
+func defaultCacheDir() string {
+	if d := os.Getenv("TCPXOGEN_CACHE_DIR"); d != "" {
+		return d
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "tcpxogen")
+	}
+	return ""
+}

@@ -1,0 +1,141 @@
+package coupling
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/emit"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/facts"
+)
+
+// GeneratedFile is the committed generated code, repo-relative.
+const GeneratedFile = "generated/tcpxo/zz_generated.go"
+
+// ManifestFiles are the emitted manifests every image and wiring check
+// covers, repo-relative. A missing optional one is skipped by the checks
+// that need it.
+var ManifestFiles = []string{runtimes.GoldenRuntime, runtimes.GoldenComponents}
+
+// Manifest is one emitted file, split into objects.
+type Manifest struct {
+	Path    string
+	Raw     []byte
+	Objects []*unstructured.Unstructured
+}
+
+// Tree is everything the checks read, loaded once. A field whose file
+// failed to load is nil and its error is kept for the checks that need it.
+type Tree struct {
+	Root    string
+	Options Options
+
+	BOM          *bom.BOM
+	BOMErr       error
+	Releases     *bom.Releases
+	ReleasesErr  error
+	Overrides    *bom.Overrides
+	OverridesErr error
+
+	GeneratedRaw []byte
+	Generated    *facts.Facts
+	GeneratedErr error
+
+	Manifests    []Manifest
+	ManifestErrs map[string]error
+
+	GoMod    []byte
+	GoModErr error
+}
+
+// Load reads the tree at root.
+func Load(root string, opts Options) *Tree {
+	t := &Tree{Root: root, Options: opts, ManifestErrs: map[string]error{}}
+	at := func(rel string) string { return filepath.Join(root, filepath.FromSlash(rel)) }
+	t.BOM, t.BOMErr = bom.Load(at(bom.RepoPath))
+	t.Releases, t.ReleasesErr = bom.LoadReleases(at(bom.ReleasesRepoPath))
+	t.Overrides, t.OverridesErr = bom.LoadOverrides(at(bom.OverridesRepoPath))
+	t.GeneratedRaw, t.GeneratedErr = os.ReadFile(at(GeneratedFile))
+	if t.GeneratedErr == nil {
+		t.Generated, t.GeneratedErr = emit.Parse(GeneratedFile, t.GeneratedRaw)
+	}
+	for _, rel := range ManifestFiles {
+		m, err := loadManifest(at(rel), rel)
+		if err != nil {
+			t.ManifestErrs[rel] = err
+			continue
+		}
+		t.Manifests = append(t.Manifests, m)
+	}
+	t.GoMod, t.GoModErr = os.ReadFile(at("go.mod"))
+	return t
+}
+
+var docSeparator = regexp.MustCompile(`(?m)^---\s*$`)
+
+func loadManifest(path, rel string) (Manifest, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return Manifest{}, err
+	}
+	m := Manifest{Path: rel, Raw: raw}
+	for i, doc := range docSeparator.Split(string(raw), -1) {
+		if len(bytes.TrimSpace(stripComments([]byte(doc)))) == 0 {
+			continue
+		}
+		js, err := yaml.YAMLToJSON([]byte(doc))
+		if err != nil {
+			return Manifest{}, fmt.Errorf("%s document %d: %w", rel, i+1, err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(js); err != nil {
+			return Manifest{}, fmt.Errorf("%s document %d: %w", rel, i+1, err)
+		}
+		m.Objects = append(m.Objects, u)
+	}
+	return m, nil
+}
+
+func stripComments(doc []byte) []byte {
+	var out [][]byte
+	for _, line := range bytes.Split(doc, []byte("\n")) {
+		if !bytes.HasPrefix(bytes.TrimSpace(line), []byte("#")) {
+			out = append(out, line)
+		}
+	}
+	return bytes.Join(out, []byte("\n"))
+}
+
+// manifest returns the loaded manifest at rel, or nil.
+func (t *Tree) manifest(rel string) *Manifest {
+	for i := range t.Manifests {
+		if t.Manifests[i].Path == rel {
+			return &t.Manifests[i]
+		}
+	}
+	return nil
+}
+
+// pins turns the committed generated facts into builder pins.
+func pins(f *facts.Facts) runtimes.Pins {
+	conv := func(vs []facts.EnvVar) []bom.EnvVar {
+		out := make([]bom.EnvVar, len(vs))
+		for i, v := range vs {
+			out[i] = bom.EnvVar{Name: v.Name, Value: v.Value}
+		}
+		return out
+	}
+	return runtimes.Pins{
+		PluginVersion: f.PluginVersion, InstallerImage: f.InstallerImage, DaemonImage: f.DaemonImage,
+		DaemonVersion: f.DaemonVersion, NCCLVersion: f.NCCLVersion, LibDir: f.LibDir,
+		Profiles:   map[string][]bom.EnvVar{runtimes.ProfileDefault: conv(f.DefaultProfile), runtimes.ProfileSimple: conv(f.SimpleProfile)},
+		Contextual: f.Normalized,
+	}
+}

@@ -1,0 +1,172 @@
+package emit
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"strconv"
+
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/facts"
+)
+
+// Parse reads facts back from a file Go emitted. The coupling check works
+// from the committed file, not from constants compiled into the checking
+// binary, so it judges exactly what is in the tree it is pointed at.
+func Parse(name string, src []byte) (*facts.Facts, error) {
+	file, err := parser.ParseFile(token.NewFileSet(), name, src, parser.SkipObjectResolution)
+	if err != nil {
+		return nil, fmt.Errorf("parse %s: %w", name, err)
+	}
+	p := &factParser{consts: map[string]ast.Expr{}, funcs: map[string]ast.Expr{}}
+	for _, decl := range file.Decls {
+		p.collect(decl)
+	}
+	f := &facts.Facts{}
+	for name, dst := range p.stringFields(f) {
+		if *dst, err = p.str(name); err != nil {
+			return nil, err
+		}
+	}
+	for name, dst := range p.boolFields(f) {
+		if *dst, err = p.boolean(name); err != nil {
+			return nil, err
+		}
+	}
+	if f.DefaultProfile, err = p.env("DefaultProfile"); err != nil {
+		return nil, err
+	}
+	if f.SimpleProfile, err = p.env("SimpleProfile"); err != nil {
+		return nil, err
+	}
+	for name, dst := range map[string]*[]string{"PluginFiles": &f.PluginFiles, "RefusedCommands": &f.Refused, "NormalizedVariables": &f.Normalized} {
+		if *dst, err = p.strings(name); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+type factParser struct {
+	consts map[string]ast.Expr
+	funcs  map[string]ast.Expr // the returned expression
+}
+
+func (p *factParser) stringFields(f *facts.Facts) map[string]*string {
+	return map[string]*string{
+		"PluginVersion": &f.PluginVersion, "InstallerImage": &f.InstallerImage, "DaemonImage": &f.DaemonImage,
+		"DaemonVersion": &f.DaemonVersion, "NCCLVersion": &f.NCCLVersion, "LibDir": &f.LibDir,
+		"ProvenancePinned": &f.Provenance.Pinned, "ProvenanceSource": &f.Provenance.Source, "ProvenanceKind": &f.Provenance.Kind,
+		"ProvenanceRead": &f.Provenance.Read, "ProvenanceDigest": &f.Provenance.Digest,
+		"ProvenanceDefaultProfileSHA256": &f.Provenance.DefaultProfileSHA256, "ProvenanceSimpleProfileSHA256": &f.Provenance.SimpleProfileSHA256,
+	}
+}
+
+func (p *factParser) boolFields(f *facts.Facts) map[string]*bool {
+	return map[string]*bool{"EntryScriptPresent": &f.EntryScriptPresent, "PluginFilesComplete": &f.PluginFilesComplete, "ProvenanceSubstituted": &f.Provenance.Substituted}
+}
+
+func (p *factParser) collect(decl ast.Decl) {
+	switch d := decl.(type) {
+	case *ast.GenDecl:
+		if d.Tok != token.CONST {
+			return
+		}
+		for _, spec := range d.Specs {
+			vs := spec.(*ast.ValueSpec)
+			for i, n := range vs.Names {
+				if i < len(vs.Values) {
+					p.consts[n.Name] = vs.Values[i]
+				}
+			}
+		}
+	case *ast.FuncDecl:
+		if d.Body != nil && len(d.Body.List) == 1 {
+			if ret, ok := d.Body.List[0].(*ast.ReturnStmt); ok && len(ret.Results) == 1 {
+				p.funcs[d.Name.Name] = ret.Results[0]
+			}
+		}
+	}
+}
+
+func (p *factParser) str(name string) (string, error) {
+	lit, ok := p.consts[name].(*ast.BasicLit)
+	if !ok || lit.Kind != token.STRING {
+		return "", fmt.Errorf("generated file: constant %s is missing or not a string literal (regenerate with go generate ./...)", name)
+	}
+	return strconv.Unquote(lit.Value)
+}
+
+func (p *factParser) boolean(name string) (bool, error) {
+	id, ok := p.consts[name].(*ast.Ident)
+	if !ok || (id.Name != "true" && id.Name != "false") {
+		return false, fmt.Errorf("generated file: constant %s is missing or not true/false (regenerate with go generate ./...)", name)
+	}
+	return id.Name == "true", nil
+}
+
+func (p *factParser) list(name string) ([]ast.Expr, error) {
+	cl, ok := p.funcs[name].(*ast.CompositeLit)
+	if !ok {
+		return nil, fmt.Errorf("generated file: func %s is missing or does not return a literal (regenerate with go generate ./...)", name)
+	}
+	return cl.Elts, nil
+}
+
+func (p *factParser) strings(name string) ([]string, error) {
+	elts, err := p.list(name)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(elts))
+	for _, e := range elts {
+		lit, ok := e.(*ast.BasicLit)
+		if !ok || lit.Kind != token.STRING {
+			return nil, fmt.Errorf("generated file: %s holds a non-string element", name)
+		}
+		s, err := strconv.Unquote(lit.Value)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func (p *factParser) env(name string) ([]facts.EnvVar, error) {
+	elts, err := p.list(name)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]facts.EnvVar, 0, len(elts))
+	for _, e := range elts {
+		cl, ok := e.(*ast.CompositeLit)
+		if !ok {
+			return nil, fmt.Errorf("generated file: %s holds a non-literal element", name)
+		}
+		var v facts.EnvVar
+		for _, kv := range cl.Elts {
+			kve, ok := kv.(*ast.KeyValueExpr)
+			if !ok {
+				return nil, fmt.Errorf("generated file: %s element is not keyed", name)
+			}
+			key, _ := kve.Key.(*ast.Ident)
+			lit, ok := kve.Value.(*ast.BasicLit)
+			if key == nil || !ok || lit.Kind != token.STRING {
+				return nil, fmt.Errorf("generated file: %s element field is not Name/Value string", name)
+			}
+			s, err := strconv.Unquote(lit.Value)
+			if err != nil {
+				return nil, err
+			}
+			switch key.Name {
+			case "Name":
+				v.Name = s
+			case "Value":
+				v.Value = s
+			}
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
