@@ -91,6 +91,10 @@ func checkDigests(ctx context.Context, t *Tree, opts ReleaseOptions) Result {
 // headDigest asks the registry whether the pinned digest exists: by digest,
 // so a moved tag cannot answer for it.
 func headDigest(ctx context.Context, ref string) error {
+	return headDigestVia(ctx, ref, http.DefaultTransport)
+}
+
+func headDigestVia(ctx context.Context, ref string, rt http.RoundTripper) error {
 	_, dig, ok := strings.Cut(ref, "@")
 	if !ok {
 		return fmt.Errorf("not pinned by digest")
@@ -100,7 +104,7 @@ func headDigest(ctx context.Context, ref string) error {
 		return err
 	}
 	kc := authn.NewMultiKeychain(authn.DefaultKeychain, google.Keychain)
-	desc, err := remote.Head(d, remote.WithContext(ctx), remote.WithAuthFromKeychain(kc), remote.WithTransport(http.DefaultTransport))
+	desc, err := remote.Head(d, remote.WithContext(ctx), remote.WithAuthFromKeychain(kc), remote.WithTransport(rt))
 	if err != nil {
 		return err
 	}
