@@ -155,7 +155,9 @@ func runtimeOptions(ifaces, values string, selectors, tolerations []string) (run
 		if rerr != nil {
 			return opts, fmt.Errorf("read --values: %w", rerr)
 		}
-		opts.Interfaces, err = interfaces.ParseYAML(data)
+		if opts.Interfaces, err = interfaces.ParseYAML(data); err != nil {
+			return opts, fmt.Errorf("%s: %w", values, err)
+		}
 	default:
 		opts.Interfaces, err = interfaces.Parse(ifaces)
 	}
