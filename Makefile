@@ -44,6 +44,12 @@ bom-check: $(BIN)
 release-check: $(BIN)
 	@$(BIN) check --release
 
+# sbom: CycloneDX 1.6 JSON of every image the shipped manifests pull, the
+# NCCL plugin and core versions, the trainer, and the data's provenance.
+SBOM ?= bin/sbom.cdx.json
+sbom: $(BIN)
+	@$(BIN) sbom -o $(SBOM)
+
 test: deps
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 $(PKGS)

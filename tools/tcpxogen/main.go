@@ -19,12 +19,14 @@ import (
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/checkcmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/rendercmd"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/sbomcmd"
 )
 
 func main() {
 	cmds := cli.Extract()
 	maps.Copy(cmds, rendercmd.Commands())
 	maps.Copy(cmds, checkcmd.Commands())
+	maps.Copy(cmds, sbomcmd.Commands())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	code := cli.Main(ctx, os.Args[1:], cli.Streams{Out: os.Stdout, Err: os.Stderr}, cmds)
 	stop()

@@ -19,6 +19,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/emit"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/extract"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/factpins"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/imagesource"
 )
 
@@ -212,7 +213,7 @@ func checkShippedEnv(_ context.Context, t *Tree) Result {
 	if r := need(files, t.GeneratedErr, t.OverridesErr, t.ReleasesErr); r != nil {
 		return *r
 	}
-	in := &runtimes.Inputs{Pins: pins(t.Generated), Releases: t.Releases, Overrides: t.Overrides}
+	in := &runtimes.Inputs{Pins: factpins.FromFacts(t.Generated), Releases: t.Releases, Overrides: t.Overrides}
 	want, err := in.WorkerEnv(runtimes.ProfileDefault)
 	if err != nil {
 		return fail(files, "delete or update the stale override in "+bom.OverridesRepoPath, "%v", err)
@@ -388,7 +389,7 @@ func checkReproducible(ctx context.Context, t *Tree) Result {
 	if !bytes.Equal(code, t.GeneratedRaw) {
 		return fail([]string{GeneratedFile}, "never edit generated code: "+regenerate, "%s differs from a fresh extraction of %s (hand-edited or stale)", GeneratedFile, spec.Raw)
 	}
-	in := &runtimes.Inputs{Pins: pins(t.Generated), BOM: t.BOM, Releases: t.Releases, Overrides: t.Overrides}
+	in := &runtimes.Inputs{Pins: factpins.FromFacts(t.Generated), BOM: t.BOM, Releases: t.Releases, Overrides: t.Overrides}
 	goldens, err := runtimes.Goldens(in)
 	if err != nil {
 		return fail(files, regenerate, "render goldens: %v", err)

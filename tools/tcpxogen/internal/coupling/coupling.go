@@ -109,7 +109,9 @@ func (r Report) Write(w io.Writer, name string) {
 	}
 }
 
-func pass(format string, a ...any) Result { return Result{Status: Pass, Message: fmt.Sprintf(format, a...)} }
+func pass(format string, a ...any) Result {
+	return Result{Status: Pass, Message: fmt.Sprintf(format, a...)}
+}
 
 func fail(files []string, fix, format string, a ...any) Result {
 	return Result{Status: Fail, Message: fmt.Sprintf(format, a...), Files: files, Fix: fix}

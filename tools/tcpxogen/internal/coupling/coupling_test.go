@@ -16,6 +16,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/atomicfile"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/emit"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/extract"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/factpins"
 )
 
 func realRoot(t *testing.T) string {
@@ -182,7 +183,7 @@ func regenerateTree(t *testing.T, root string) error {
 	if err != nil {
 		return err
 	}
-	in.Pins = pins(res.Facts)
+	in.Pins = factpins.FromFacts(res.Facts)
 	goldens, err := runtimes.Goldens(in)
 	if err != nil {
 		return err
@@ -305,7 +306,9 @@ func TestBenchmarkWiringHook(t *testing.T) {
 	if r := result(check(t, root), "benchmark-wiring-matches"); r.Status != Empty {
 		t.Fatalf("without a benchmark the check must say it has nothing to compare, got %+v", r)
 	}
-	BenchmarkWiring = func(*Tree) (bool, []string, []string) { return true, []string{"annotation x differs"}, []string{"b.yaml"} }
+	BenchmarkWiring = func(*Tree) (bool, []string, []string) {
+		return true, []string{"annotation x differs"}, []string{"b.yaml"}
+	}
 	t.Cleanup(func() { BenchmarkWiring = nil })
 	assertFails(t, check(t, root), "benchmark-wiring-matches", "annotation x differs")
 }

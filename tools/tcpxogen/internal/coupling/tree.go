@@ -122,20 +122,3 @@ func (t *Tree) manifest(rel string) *Manifest {
 	}
 	return nil
 }
-
-// pins turns the committed generated facts into builder pins.
-func pins(f *facts.Facts) runtimes.Pins {
-	conv := func(vs []facts.EnvVar) []bom.EnvVar {
-		out := make([]bom.EnvVar, len(vs))
-		for i, v := range vs {
-			out[i] = bom.EnvVar{Name: v.Name, Value: v.Value}
-		}
-		return out
-	}
-	return runtimes.Pins{
-		PluginVersion: f.PluginVersion, InstallerImage: f.InstallerImage, DaemonImage: f.DaemonImage,
-		DaemonVersion: f.DaemonVersion, NCCLVersion: f.NCCLVersion, LibDir: f.LibDir,
-		Profiles:   map[string][]bom.EnvVar{runtimes.ProfileDefault: conv(f.DefaultProfile), runtimes.ProfileSimple: conv(f.SimpleProfile)},
-		Contextual: f.Normalized,
-	}
-}
