@@ -1,0 +1,239 @@
+package perfcmd
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
+)
+
+var logsDir = filepath.Join("..", "..", "..", "..", "testdata", "nccl-logs")
+
+func sample(name string) string { return filepath.Join(logsDir, name) }
+
+func ncclReport(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code := cli.Main(context.Background(), append([]string{"nccl-report"}, args...), cli.Streams{Out: &o, Err: &e}, Commands())
+	return code, o.String(), e.String()
+}
+
+// written reads both outputs and checks each is what it claims to be: CTRF
+// JSON whose headline status matches the exit code, and well-formed SVG.
+func written(t *testing.T, dir string, code int) (ctrf map[string]any, svg string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, ReportFile))
+	if err != nil {
+		t.Fatalf("report not written: %v", err)
+	}
+	if err := json.Unmarshal(data, &ctrf); err != nil || ctrf["reportFormat"] != "CTRF" {
+		t.Fatalf("report is not CTRF JSON (%v):\n%s", err, data)
+	}
+	head := ctrf["results"].(map[string]any)["tests"].([]any)[0].(map[string]any)
+	want := map[int]string{cli.ExitOK: "passed", cli.ExitFailure: "failed"}[code]
+	if head["name"] != "nccl-all-reduce-bw" || head["status"] != want {
+		t.Errorf("headline %v %v, exit %d", head["name"], head["status"], code)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, ChartFile))
+	if err != nil {
+		t.Fatalf("chart not written: %v", err)
+	}
+	dec := xml.NewDecoder(bytes.NewReader(raw))
+	for {
+		if _, err := dec.Token(); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("chart is not XML: %v", err)
+		}
+	}
+	return ctrf, string(raw)
+}
+
+func noFiles(t *testing.T, dir string) {
+	t.Helper()
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 0 {
+		t.Errorf("bad input left files behind: %v", entries)
+	}
+}
+
+func TestEverySampleLog(t *testing.T) {
+	for _, tc := range []struct {
+		log     string
+		code    int
+		summary []string
+	}{
+		{"healthy.log", cli.ExitOK, []string{"nccl-report: PASS", "measured   343.3 GB/s out-of-place busbw at 16G", "threshold  270 GB/s (0.9 × declared floor >= 300 GB/s)", "network    FasTrak", "plugin     1.0.15 (expected " + tcpxo.PluginVersion + ")", "25 sizes, 1K..16G, complete"}},
+		{"tcp-fallback.log", cli.ExitFailure, []string{"nccl-report: FAIL", "measured   20.18 GB/s", "network    Socket", "plugin     not in the log", "- NCCL used Socket: inter-node traffic went over TCP on eth0; the pod lacks the TCPXO wiring", "below the pass threshold 270 GB/s"}},
+		{"wrong-results.log", cli.ExitFailure, []string{"nccl-report: FAIL", "measured   341.29 GB/s", "- nccl-tests found wrong results (#wrong > 0) at 256M (3 out-of-place)"}},
+		{"plugin-mismatch.log", cli.ExitFailure, []string{"nccl-report: FAIL", "plugin     1.0.14 (expected v1.0.15)", "- The pods loaded FasTrak plugin 1.0.14 but the BOM pins v1.0.15"}},
+		{"truncated.log", cli.ExitFailure, []string{"nccl-report: FAIL", "21 sizes, 1K..1G, no closing trailer", "- The run is truncated: the last size measured is 1G"}},
+		{"empty-table.log", cli.ExitFailure, []string{"nccl-report: FAIL", "measured   nothing", "no data rows", "- The results table is empty", "cannot connect to the RxDM"}},
+	} {
+		t.Run(tc.log, func(t *testing.T) {
+			dir := t.TempDir()
+			code, out, stderr := ncclReport(t, "--log", sample(tc.log), "--out", dir)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, out, stderr)
+			}
+			for _, want := range tc.summary {
+				if !strings.Contains(out, want) {
+					t.Errorf("summary lacks %q:\n%s", want, out)
+				}
+			}
+			for _, f := range []string{ReportFile, ChartFile} {
+				if !strings.Contains(out, filepath.Join(dir, f)) {
+					t.Errorf("summary does not name %s", f)
+				}
+			}
+			if tc.code == cli.ExitFailure && !strings.Contains(stderr, "the benchmark failed with") {
+				t.Errorf("stderr %q", stderr)
+			}
+			if tc.code == cli.ExitOK && stderr != "" {
+				t.Errorf("stderr on success: %q", stderr)
+			}
+			written(t, dir, code)
+		})
+	}
+}
+
+func TestDefaultOutIsWorkingDirectory(t *testing.T) {
+	log, err := filepath.Abs(sample("healthy.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	t.Chdir(dir)
+	code, out, stderr := ncclReport(t, "--log", log)
+	if code != cli.ExitOK {
+		t.Fatalf("exit %d: %s%s", code, out, stderr)
+	}
+	written(t, dir, code)
+}
+
+// --out is created if missing, and a rerun replaces both files.
+func TestOutDirCreatedAndReplaced(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a", "b")
+	if code, _, stderr := ncclReport(t, "--log", sample("tcp-fallback.log"), "--out", dir); code != cli.ExitFailure {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := ncclReport(t, "--log", sample("healthy.log"), "--out", dir); code != cli.ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	_, svg := written(t, dir, cli.ExitOK)
+	if !strings.Contains(svg, ">PASS<") {
+		t.Error("the chart was not replaced by the passing run's")
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 2 {
+		t.Errorf("%d files in --out, want exactly the report and the chart (no temp files)", len(entries))
+	}
+}
+
+func TestFloorFlag(t *testing.T) {
+	for _, tc := range []struct {
+		floor string
+		code  int
+		want  string
+	}{
+		{">= 300", cli.ExitOK, "threshold  270 GB/s"},
+		{">=381", cli.ExitOK, "threshold  342.9 GB/s"},    // 343.3 clears 342.9
+		{"382", cli.ExitFailure, "threshold  343.8 GB/s"}, // and not 343.8
+		{"250", cli.ExitOK, "declared floor >= 250 GB/s"},
+	} {
+		dir := t.TempDir()
+		code, out, stderr := ncclReport(t, "--log", sample("healthy.log"), "--floor", tc.floor, "--out", dir)
+		if code != tc.code || !strings.Contains(out, tc.want) {
+			t.Errorf("--floor %q: exit %d, want %d and %q\n%s%s", tc.floor, code, tc.code, tc.want, out, stderr)
+		}
+	}
+}
+
+// The plugin version compares with or without its leading v.
+func TestPluginVersionFlag(t *testing.T) {
+	for _, v := range []string{"1.0.14", "v1.0.14"} {
+		dir := t.TempDir()
+		if code, out, stderr := ncclReport(t, "--log", sample("plugin-mismatch.log"), "--plugin-version", v, "--out", dir); code != cli.ExitOK {
+			t.Errorf("--plugin-version %s: exit %d\n%s%s", v, code, out, stderr)
+		}
+	}
+	dir := t.TempDir()
+	code, out, _ := ncclReport(t, "--log", sample("healthy.log"), "--plugin-version", "v1.0.16", "--out", dir)
+	if code != cli.ExitFailure || !strings.Contains(out, "1.0.15 but the BOM pins v1.0.16") {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+}
+
+func TestBadInputExits2WithoutWriting(t *testing.T) {
+	notNCCL := filepath.Join(t.TempDir(), "pod.yaml")
+	os.WriteFile(notNCCL, []byte("apiVersion: v1\nkind: Pod\n"), 0o644)
+	malformed := filepath.Join(t.TempDir(), "malformed.log")
+	data, _ := os.ReadFile(sample("healthy.log"))
+	os.WriteFile(malformed, bytes.Replace(data, []byte("  343.30      0"), []byte("  343.30"), 1), 0o644)
+	for name, tc := range map[string]struct {
+		args []string
+		want string
+	}{
+		"no --log":       {nil, "--log is required"},
+		"missing file":   {[]string{"--log", filepath.Join(t.TempDir(), "absent.log")}, "no such file"},
+		"directory":      {[]string{"--log", t.TempDir()}, "is a directory"},
+		"not nccl-tests": {[]string{"--log", notNCCL}, "no nccl-tests output"},
+		"malformed row":  {[]string{"--log", malformed}, "malformed nccl-tests data row"},
+		"bad floor":      {[]string{"--log", sample("healthy.log"), "--floor", "fast"}, `--floor: floor "fast"`},
+		"negative floor": {[]string{"--log", sample("healthy.log"), "--floor", "-300"}, "positive"},
+		"other operator": {[]string{"--log", sample("healthy.log"), "--floor", "<= 300"}, `">= GBPS"`},
+		"empty plugin":   {[]string{"--log", sample("healthy.log"), "--plugin-version", " "}, "--plugin-version is empty"},
+		"unknown flag":   {[]string{"--log", sample("healthy.log"), "--bogus"}, "bogus"},
+		"stray argument": {[]string{"--log", sample("healthy.log"), "extra"}, "unexpected arguments"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			code, out, stderr := ncclReport(t, append(tc.args, "--out", dir)...)
+			if code != cli.ExitUsage || out != "" || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2, no stdout, stderr with %q", code, out, stderr, tc.want)
+			}
+			noFiles(t, dir)
+		})
+	}
+}
+
+// An --out that cannot be created is an environment failure (exit 1), not
+// bad input, and the message names the directory.
+func TestUnwritableOut(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(file, nil, 0o644)
+	code, _, stderr := ncclReport(t, "--log", sample("healthy.log"), "--out", filepath.Join(file, "sub"))
+	if code != cli.ExitFailure || !strings.Contains(stderr, "write the report to") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}
+
+func TestHelp(t *testing.T) {
+	code, _, stderr := ncclReport(t, "--help")
+	if code != cli.ExitOK || !strings.Contains(stderr, "--plugin-version") || !strings.Contains(stderr, tcpxo.PluginVersion) {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}
+
+// The same log gives byte-identical files: nothing comes from the clock.
+func TestOutputDeterministic(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	ncclReport(t, "--log", sample("wrong-results.log"), "--out", a)
+	ncclReport(t, "--log", sample("wrong-results.log"), "--out", b)
+	for _, f := range []string{ReportFile, ChartFile} {
+		x, _ := os.ReadFile(filepath.Join(a, f))
+		y, _ := os.ReadFile(filepath.Join(b, f))
+		if len(x) == 0 || !bytes.Equal(x, y) {
+			t.Errorf("%s differs between runs", f)
+		}
+	}
+}

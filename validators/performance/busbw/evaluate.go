@@ -1,0 +1,314 @@
+package busbw
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Floor is a declared bandwidth constraint, e.g. the recipe's
+// `nccl-all-reduce-bw >= 300`.
+type Floor struct {
+	Op   string // ">=", the only operator a bandwidth floor has
+	GBps float64
+}
+
+// ParseFloor reads ">= 300", ">=300" or "300" (GB/s).
+func ParseFloor(s string) (Floor, error) {
+	num := strings.TrimSpace(s)
+	if rest, ok := strings.CutPrefix(num, ">="); ok {
+		num = strings.TrimSpace(rest)
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
+		return Floor{}, fmt.Errorf("floor %q: want \">= GBPS\" or \"GBPS\", GBPS a positive number of GB/s (for example \">= 300\")", s)
+	}
+	return Floor{Op: ">=", GBps: v}, nil
+}
+
+// PassFraction is the share of the declared floor a measurement must reach:
+// a floor is a fleet-wide expectation and single runs vary by a few percent.
+const PassFraction = 0.9
+
+// Threshold is the value a measurement must reach to pass, 0.9 × GBps. It is
+// computed as GBps*9/10 rather than GBps*0.9 because 0.9 has no exact binary
+// form: for about one whole-number floor in five (13, 21, 26, ...) the
+// product lands an ulp away from the decimal threshold, which a measurement
+// printed as exactly that decimal would then miss.
+func (f Floor) Threshold() float64 { return f.GBps * 9 / 10 }
+
+func (f Floor) String() string { return f.Op + " " + FormatGBps(f.GBps) }
+
+func (f Floor) valid() bool {
+	return f.Op == ">=" && f.GBps > 0 && !math.IsNaN(f.GBps) && !math.IsInf(f.GBps, 0)
+}
+
+// Status is a check's outcome, named as CTRF names test statuses.
+type Status string
+
+const (
+	Passed  Status = "passed"
+	Failed  Status = "failed"
+	Skipped Status = "skipped" // the log cannot answer the question; not a failure
+)
+
+// Check names, one per rule Evaluate applies.
+const (
+	CheckComplete = "run-complete"
+	CheckCorrect  = "results-correct"
+	CheckNetwork  = "network"
+	CheckPlugin   = "plugin-version"
+	CheckFloor    = "bandwidth-floor"
+)
+
+// Check is the outcome of one rule; Message is a sentence either way.
+type Check struct {
+	Name    string
+	Status  Status
+	Message string
+}
+
+// Verdict is the judgement of one run.
+type Verdict struct {
+	Measured  float64 // out-of-place busbw (GB/s) at the largest size
+	Size      int64   // that size in bytes; 0 when the table is empty
+	Floor     Floor
+	Threshold float64 // PassFraction × Floor.GBps
+	Pass      bool
+	Problems  []string // the messages of the failed checks, in Checks order
+	Checks    []Check
+}
+
+// Evaluate applies every rule to l. The order of Checks (and so of Problems)
+// is fixed and puts causes before symptoms: an incomplete run, corrupted
+// results, the wrong network and the wrong plugin each explain a low number
+// better than the number itself.
+func Evaluate(l *Log, f Floor, pluginVersion string) Verdict {
+	if l == nil {
+		l = &Log{OutOfBounds: -1}
+	}
+	v := Verdict{Floor: f, Threshold: f.Threshold()}
+	if n := len(l.Rows); n > 0 {
+		v.Measured, v.Size = l.Rows[n-1].OOP.BusBW, l.Rows[n-1].Size
+	}
+	v.Checks = []Check{
+		checkComplete(l),
+		checkCorrect(l),
+		checkNetwork(l),
+		checkPlugin(l, pluginVersion),
+		checkFloor(l, v),
+	}
+	for _, c := range v.Checks {
+		if c.Status == Failed {
+			v.Problems = append(v.Problems, c.Message)
+		}
+	}
+	v.Pass = len(v.Problems) == 0
+	return v
+}
+
+func checkComplete(l *Log) Check {
+	c := Check{Name: CheckComplete, Status: Failed}
+	why := ""
+	if l.FirstError != "" {
+		why = fmt.Sprintf(" The first error in the log: %q.", l.FirstError)
+	}
+	n := len(l.Rows)
+	switch {
+	case n == 0:
+		c.Message = "The results table is empty: all_reduce_perf printed no measurement, so the run failed before its first message size." + why + " Fix the cause and rerun the benchmark."
+	case !l.Complete:
+		target := "its largest size"
+		if l.MaxBytes > 0 {
+			target = FormatSize(l.MaxBytes)
+		}
+		c.Message = fmt.Sprintf("The run is truncated: the last size measured is %s and the closing '# Avg bus bandwidth' line is missing, so the sweep to %s did not finish.%s Rerun the benchmark and capture its whole output.", FormatSize(l.Rows[n-1].Size), target, why)
+	case l.MaxBytes == 0:
+		c.Message = "The log lacks the nccl-tests parameter line ('# nThread ... maxBytes ...'), so nothing shows the sweep reached the size it was asked for; capture the complete all_reduce_perf output."
+	case stepsShort(l):
+		c.Message = fmt.Sprintf("The run is truncated: its sizes stop at %s but it was asked to reach maxBytes %s; capture one complete all_reduce_perf run.", FormatSize(l.Rows[n-1].Size), FormatSize(l.MaxBytes))
+	default:
+		c.Status = Passed
+		c.Message = fmt.Sprintf("The sweep is complete: %d sizes from %s to %s.", n, FormatSize(l.Rows[0].Size), FormatSize(l.Rows[n-1].Size))
+	}
+	return c
+}
+
+// stepsShort reports whether one more step would still have fit under
+// maxBytes, i.e. rows are missing at the top. nccl-tests loops
+// `for size = min; size <= max; size *= factor` (or += bytes), so the last
+// size is the largest step not above maxBytes, not necessarily maxBytes.
+func stepsShort(l *Log) bool {
+	last := l.Rows[len(l.Rows)-1].Size
+	switch {
+	case l.StepFactor > 1:
+		return last <= l.MaxBytes/l.StepFactor
+	case l.StepBytes > 0:
+		return last <= l.MaxBytes-l.StepBytes
+	default:
+		return last < l.MaxBytes
+	}
+}
+
+func checkCorrect(l *Log) Check {
+	c := Check{Name: CheckCorrect}
+	if len(l.Rows) == 0 {
+		c.Status, c.Message = Skipped, "No rows to check for wrong results."
+		return c
+	}
+	var bad []string
+	checked := false
+	for _, r := range l.Rows {
+		if r.OOP.Wrong >= 0 || r.IP.Wrong >= 0 {
+			checked = true
+		}
+		var parts []string
+		if r.OOP.Wrong > 0 {
+			parts = append(parts, fmt.Sprintf("%d out-of-place", r.OOP.Wrong))
+		}
+		if r.IP.Wrong > 0 {
+			parts = append(parts, fmt.Sprintf("%d in-place", r.IP.Wrong))
+		}
+		if parts != nil {
+			bad = append(bad, fmt.Sprintf("%s (%s)", FormatSize(r.Size), strings.Join(parts, ", ")))
+		}
+	}
+	switch {
+	case bad != nil:
+		c.Status = Failed
+		c.Message = fmt.Sprintf("nccl-tests found wrong results (#wrong > 0) at %s: the reductions were corrupted on the data path (GPU, NIC, plugin or daemon), so no bandwidth from this run counts; investigate the nodes and rerun.", strings.Join(bad, "; "))
+	case l.OutOfBounds > 0:
+		c.Status = Failed
+		c.Message = fmt.Sprintf("nccl-tests reported %d out-of-bounds (wrong) values although no row shows them: rows are missing from the log or the results were corrupted; rerun and capture the whole output.", l.OutOfBounds)
+	case !checked:
+		c.Status = Skipped
+		c.Message = "Result validation was disabled (-c 0): #wrong is N/A at every size, so correctness is unchecked."
+	default:
+		c.Status = Passed
+		c.Message = fmt.Sprintf("No wrong results at any of the %d sizes.", len(l.Rows))
+	}
+	return c
+}
+
+// FasTrak is the network name the GPUDirect-TCPXO plugin registers with NCCL.
+const FasTrak = "FasTrak"
+
+func checkNetwork(l *Log) Check {
+	c := Check{Name: CheckNetwork}
+	if len(l.Networks) == 0 {
+		c.Status = Skipped
+		c.Message = "The log does not say which network NCCL used (it logs 'Using network' only at NCCL_DEBUG=INFO); set NCCL_DEBUG=INFO to record it."
+		return c
+	}
+	var other []string
+	fastrak := false
+	for _, n := range l.Networks {
+		if n == FasTrak {
+			fastrak = true
+		} else {
+			other = append(other, n)
+		}
+	}
+	if other == nil {
+		c.Status, c.Message = Passed, "NCCL used FasTrak (GPUDirect-TCPXO) for inter-node traffic."
+		return c
+	}
+	c.Status = Failed
+	some := ""
+	if fastrak {
+		some = " on some ranks (FasTrak on others)"
+	}
+	if len(other) == 1 && other[0] == "Socket" {
+		c.Message = fmt.Sprintf("NCCL used Socket%s: inter-node traffic went over TCP on eth0; the pod lacks the TCPXO wiring (run the benchmark with the torch-distributed-tcpxo runtime's wiring).", some)
+	} else {
+		c.Message = fmt.Sprintf("NCCL used %s%s, not FasTrak: GPUDirect-TCPXO was not in use; the pod lacks the TCPXO wiring (run the benchmark with the torch-distributed-tcpxo runtime's wiring).", strings.Join(other, " and "), some)
+	}
+	return c
+}
+
+func checkPlugin(l *Log, want string) Check {
+	c := Check{Name: CheckPlugin}
+	if len(l.PluginVersions) == 0 {
+		c.Status = Skipped
+		c.Message = "The log carries no 'Initializing network FasTrak, version:' line (NCCL logged below INFO, or the plugin never loaded), so the plugin version is unchecked."
+		return c
+	}
+	got := strings.Join(l.PluginVersions, ", ")
+	if strings.TrimSpace(want) == "" {
+		c.Status = Failed
+		c.Message = fmt.Sprintf("The log reports FasTrak plugin %s but no expected plugin version was given; pass the BOM's plugin version.", got)
+		return c
+	}
+	for _, v := range l.PluginVersions {
+		if normalizeVersion(v) != normalizeVersion(want) {
+			c.Status = Failed
+			c.Message = fmt.Sprintf("The pods loaded FasTrak plugin %s but the BOM pins %s: the nodes run a different NCCL plugin installer than the one tcpxogen pinned; deploy the pinned installer, or pin the deployed one in bom/bom.yaml and regenerate.", got, want)
+			return c
+		}
+	}
+	c.Status = Passed
+	c.Message = fmt.Sprintf("The pods loaded FasTrak plugin %s, the version the BOM pins (%s).", got, want)
+	return c
+}
+
+// normalizeVersion drops one leading "v": installer tags are "v1.0.15", the
+// plugin prints "1.0.15". Nothing else is forgiven.
+func normalizeVersion(s string) string {
+	return strings.TrimPrefix(strings.TrimSpace(s), "v")
+}
+
+// tolerance absorbs float rounding between a threshold and a measurement
+// printed to two decimals; it is far below any meaningful bandwidth step.
+const tolerance = 1e-9
+
+func checkFloor(l *Log, v Verdict) Check {
+	c := Check{Name: CheckFloor}
+	switch {
+	case !v.Floor.valid():
+		c.Status = Failed
+		c.Message = "No valid bandwidth floor was declared (it needs the >= operator and a positive GB/s value); declare one such as \">= 300\"."
+		return c
+	case len(l.Rows) == 0:
+		c.Status, c.Message = Skipped, "Nothing was measured, so there is no bandwidth to compare with the floor."
+		return c
+	}
+	where := fmt.Sprintf("Out-of-place busbw at %s is %s GB/s", FormatSize(v.Size), FormatGBps(v.Measured))
+	if !l.Complete || (l.MaxBytes > 0 && stepsShort(l)) {
+		// Say so: a partial sweep's top size is not the size the floor is for.
+		where = fmt.Sprintf("Out-of-place busbw at %s, the largest size this incomplete run reached, is %s GB/s", FormatSize(v.Size), FormatGBps(v.Measured))
+	}
+	against := fmt.Sprintf("the pass threshold %s GB/s (%g × the declared floor %s GB/s)", FormatGBps(v.Threshold), PassFraction, v.Floor)
+	if v.Measured >= v.Threshold-tolerance {
+		c.Status = Passed
+		c.Message = fmt.Sprintf("%s, at or above %s.", where, against)
+	} else {
+		c.Status = Failed
+		c.Message = fmt.Sprintf("%s, below %s.", where, against)
+	}
+	return c
+}
+
+// FormatSize renders a byte count the way nccl-tests' -b/-e flags take it:
+// 1K, 512K, 16G; sizes that are not a whole number of a unit stay in bytes.
+func FormatSize(n int64) string {
+	for _, u := range []struct {
+		suffix string
+		size   int64
+	}{{"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
+		if n >= u.size && n%u.size == 0 {
+			return strconv.FormatInt(n/u.size, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10) + "B"
+}
+
+// FormatGBps renders a bandwidth with at most two decimals and no trailing
+// zeros: 270, 299.7, 343.3.
+func FormatGBps(x float64) string {
+	s := strconv.FormatFloat(x, 'f', 2, 64)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s
+}

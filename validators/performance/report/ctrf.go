@@ -1,0 +1,257 @@
+// Package report turns a judged nccl-tests run into the artifacts a reader
+// keeps: a CTRF JSON report (the Common Test Report Format, so CI dashboards
+// and the CTRF tooling read it without a custom parser) and an SVG chart of
+// bus bandwidth against message size with the floor drawn on it.
+//
+// Both are deterministic: the same run and context give the same bytes, so a
+// report can be committed, diffed and compared across runs.
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/tcpxogen/tcpxogen/validators/performance/busbw"
+)
+
+// Context is what the log cannot say about itself: where the benchmarked
+// runtime came from, what the validator did to the trainer, and the versions
+// of record.
+type Context struct {
+	// RuntimeSource is the result's provenance class (DESIGN.md, "Result
+	// provenance"): shipped, validator or user. Empty means nobody recorded
+	// it (an offline evaluation of a captured log) and is reported as
+	// "unknown", never guessed.
+	RuntimeSource string
+	// TrainerAction is the trainer lifecycle policy's decision for this run,
+	// as the policy names it (lifecycle.Action: "use-declared",
+	// "install-and-tear-down", "reuse-stray", ...). It is a string so the
+	// report does not depend on the policy package.
+	TrainerAction string
+	// PluginVersion, NCCLVersion and TrainerVersion are the pinned versions
+	// the run is judged against (the BOM's, not the log's).
+	PluginVersion, NCCLVersion, TrainerVersion string
+	// Recipe names the recipe file or its criteria.
+	Recipe string
+	// Start and Stop bound the run in milliseconds since the Unix epoch, as
+	// CTRF's summary requires; 0 when unknown. They are never read from the
+	// clock here, so a report is reproducible.
+	Start, Stop int64
+}
+
+// RuntimeSources is the closed set of provenance classes.
+var RuntimeSources = []string{"shipped", "validator", "user"}
+
+// UnknownRuntimeSource is reported when Context.RuntimeSource is empty.
+const UnknownRuntimeSource = "unknown"
+
+// CTRF's identifiers and this report's names.
+const (
+	ctrfFormat      = "CTRF"
+	ctrfSpecVersion = "1.0.0"
+	toolName        = "tcpxogen"
+	// TestName is the report's headline test; its status is the verdict.
+	TestName = "nccl-all-reduce-bw"
+	testType = "performance"
+)
+
+// Field order of these types is the output order; encoding/json keeps it.
+type ctrfReport struct {
+	ReportFormat string      `json:"reportFormat"`
+	SpecVersion  string      `json:"specVersion"`
+	GeneratedBy  string      `json:"generatedBy"`
+	Results      ctrfResults `json:"results"`
+}
+
+type ctrfResults struct {
+	Tool    ctrfTool    `json:"tool"`
+	Summary ctrfSummary `json:"summary"`
+	Tests   []ctrfTest  `json:"tests"`
+}
+
+type ctrfTool struct {
+	Name string `json:"name"`
+}
+
+type ctrfSummary struct {
+	Tests    int   `json:"tests"`
+	Passed   int   `json:"passed"`
+	Failed   int   `json:"failed"`
+	Skipped  int   `json:"skipped"`
+	Pending  int   `json:"pending"`
+	Other    int   `json:"other"`
+	Start    int64 `json:"start"`
+	Stop     int64 `json:"stop"`
+	Duration int64 `json:"duration"`
+}
+
+type ctrfTest struct {
+	Name     string   `json:"name"`
+	Status   string   `json:"status"`
+	Duration int64    `json:"duration"`
+	Suite    []string `json:"suite,omitempty"`
+	Message  string   `json:"message,omitempty"`
+	Type     string   `json:"type"`
+	Extra    any      `json:"extra,omitempty"`
+}
+
+// headlineExtra is the evidence a reader needs to trust or reject the
+// number: provenance, versions expected and observed, and the measurement
+// against its floor.
+type headlineExtra struct {
+	RuntimeSource         string   `json:"runtimeSource"`
+	TrainerAction         string   `json:"trainerAction,omitempty"`
+	Recipe                string   `json:"recipe,omitempty"`
+	PluginVersion         string   `json:"pluginVersion,omitempty"`
+	PluginVersionObserved string   `json:"pluginVersionObserved,omitempty"`
+	NCCLVersion           string   `json:"ncclVersion,omitempty"`
+	NCCLVersionObserved   string   `json:"ncclVersionObserved,omitempty"`
+	TrainerVersion        string   `json:"trainerVersion,omitempty"`
+	MeasuredBusBWGBps     float64  `json:"measuredBusBwGBps"`
+	MeasuredAtBytes       int64    `json:"measuredAtBytes"`
+	Floor                 string   `json:"floor"`
+	FloorGBps             float64  `json:"floorGBps"`
+	ThresholdGBps         float64  `json:"thresholdGBps"`
+	PassFraction          float64  `json:"passFraction"`
+	Network               string   `json:"network,omitempty"`
+	AvgBusBWGBps          float64  `json:"avgBusBwGBps"`
+	Sizes                 int      `json:"sizes"`
+	MaxBytes              int64    `json:"maxBytes"`
+	Complete              bool     `json:"complete"`
+	Problems              []string `json:"problems"`
+}
+
+type checkExtra struct {
+	Check string `json:"check"`
+}
+
+// CTRF renders the verdict as a CTRF report. The headline test TestName
+// carries the overall verdict and the evidence in its extra; one further
+// test per rule (suite TestName, names "nccl-all-reduce-bw/<check>") lets a
+// dashboard show which rule failed, and a rule the log could not answer is
+// "skipped" rather than silently passed.
+func CTRF(v busbw.Verdict, l *busbw.Log, ctx Context) ([]byte, error) {
+	if l == nil {
+		l = &busbw.Log{}
+	}
+	source, err := runtimeSource(ctx.RuntimeSource)
+	if err != nil {
+		return nil, err
+	}
+	if ctx.Start < 0 || ctx.Stop < 0 || (ctx.Stop != 0 && ctx.Stop < ctx.Start) {
+		return nil, fmt.Errorf("report: run bounds start %d, stop %d: want milliseconds since the epoch with stop >= start, or 0 when unknown", ctx.Start, ctx.Stop)
+	}
+	var duration int64
+	if ctx.Start > 0 && ctx.Stop > 0 {
+		duration = ctx.Stop - ctx.Start
+	}
+	problems := v.Problems
+	if problems == nil {
+		problems = []string{} // an empty list reads as "none", null as "not reported"
+	}
+	headline := ctrfTest{
+		Name:     TestName,
+		Status:   status(v.Pass),
+		Duration: duration,
+		Message:  headlineMessage(v),
+		Type:     testType,
+		Extra: headlineExtra{
+			RuntimeSource:         source,
+			TrainerAction:         ctx.TrainerAction,
+			Recipe:                ctx.Recipe,
+			PluginVersion:         ctx.PluginVersion,
+			PluginVersionObserved: strings.Join(l.PluginVersions, ", "),
+			NCCLVersion:           ctx.NCCLVersion,
+			NCCLVersionObserved:   l.NCCLVersion,
+			TrainerVersion:        ctx.TrainerVersion,
+			MeasuredBusBWGBps:     v.Measured,
+			MeasuredAtBytes:       v.Size,
+			Floor:                 v.Floor.String(),
+			FloorGBps:             v.Floor.GBps,
+			ThresholdGBps:         v.Threshold,
+			PassFraction:          busbw.PassFraction,
+			Network:               strings.Join(l.Networks, ", "),
+			AvgBusBWGBps:          l.AvgBusBW,
+			Sizes:                 len(l.Rows),
+			MaxBytes:              l.MaxBytes,
+			Complete:              l.Complete,
+			Problems:              problems,
+		},
+	}
+	tests := []ctrfTest{headline}
+	for _, c := range v.Checks {
+		tests = append(tests, ctrfTest{
+			Name:    TestName + "/" + c.Name,
+			Status:  string(c.Status),
+			Suite:   []string{TestName},
+			Message: c.Message,
+			Type:    testType,
+			Extra:   checkExtra{Check: c.Name},
+		})
+	}
+	sum := ctrfSummary{Tests: len(tests), Start: ctx.Start, Stop: ctx.Stop, Duration: duration}
+	for _, t := range tests {
+		switch busbw.Status(t.Status) {
+		case busbw.Passed:
+			sum.Passed++
+		case busbw.Failed:
+			sum.Failed++
+		case busbw.Skipped:
+			sum.Skipped++
+		default:
+			return nil, fmt.Errorf("report: check %q has status %q; want passed, failed or skipped", t.Name, t.Status)
+		}
+	}
+	doc := ctrfReport{
+		ReportFormat: ctrfFormat,
+		SpecVersion:  ctrfSpecVersion,
+		GeneratedBy:  toolName,
+		Results:      ctrfResults{Tool: ctrfTool{Name: toolName}, Summary: sum, Tests: tests},
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // messages quote ">= 300"; keep them readable
+	if err := enc.Encode(doc); err != nil {
+		return nil, fmt.Errorf("report: encode CTRF (a measurement is not a finite number?): %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+func runtimeSource(s string) (string, error) {
+	if s == "" {
+		return UnknownRuntimeSource, nil
+	}
+	for _, ok := range RuntimeSources {
+		if s == ok {
+			return s, nil
+		}
+	}
+	return "", fmt.Errorf("report: runtime source %q: want one of %s (or empty when unrecorded)", s, strings.Join(RuntimeSources, ", "))
+}
+
+func status(pass bool) string {
+	if pass {
+		return string(busbw.Passed)
+	}
+	return string(busbw.Failed)
+}
+
+// headlineMessage is the one line a dashboard shows: the number and the
+// threshold, then every problem.
+func headlineMessage(v busbw.Verdict) string {
+	var b strings.Builder
+	if v.Size > 0 {
+		fmt.Fprintf(&b, "%s GB/s out-of-place busbw at %s; pass threshold %s GB/s (%g × the declared floor %s GB/s).",
+			busbw.FormatGBps(v.Measured), busbw.FormatSize(v.Size), busbw.FormatGBps(v.Threshold), busbw.PassFraction, v.Floor)
+	} else {
+		fmt.Fprintf(&b, "Nothing measured; pass threshold %s GB/s (%g × the declared floor %s GB/s).", busbw.FormatGBps(v.Threshold), busbw.PassFraction, v.Floor)
+	}
+	for _, p := range v.Problems {
+		b.WriteString(" ")
+		b.WriteString(p)
+	}
+	return b.String()
+}
