@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 
@@ -63,6 +64,25 @@ func LoadInputs(root string) (*Inputs, error) {
 		return nil, err
 	}
 	return &Inputs{Pins: GeneratedPins(), BOM: b, Releases: r, Overrides: o}, nil
+}
+
+// Shipped builds torch-distributed-tcpxo as the goldens carry it (example
+// network names), from the checkout found upwards from the working
+// directory: what proofs and reports realize when they mean "what ships".
+func Shipped() (*trainer.ClusterTrainingRuntime, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	root, err := bom.FindRoot(wd)
+	if err != nil {
+		return nil, err
+	}
+	in, err := LoadInputs(root)
+	if err != nil {
+		return nil, err
+	}
+	return TorchRuntime(in, Options{Interfaces: ExampleInterfaces()})
 }
 
 // WorkerEnv is the shipped worker env: the named generated profile with the

@@ -6,9 +6,10 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/tcpxogen/tcpxogen/bom"
 )
 
 // Source kinds a --source value can name.
@@ -92,18 +93,5 @@ func constString(decl ast.Decl, name string) (string, bool) {
 	return "", false
 }
 
-// FindRoot walks up from dir to the directory holding this module's go.mod,
-// so the generator works from `go generate` (cwd generated/) and from the
-// repository root alike.
-func FindRoot(dir string) (string, error) {
-	const module = "module github.com/tcpxogen/tcpxogen"
-	for d := dir; ; d = filepath.Dir(d) {
-		data, err := os.ReadFile(filepath.Join(d, "go.mod"))
-		if err == nil && strings.HasPrefix(strings.TrimSpace(string(data)), module) {
-			return d, nil
-		}
-		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("no tcpxogen go.mod above %s: run inside the repository or pass --root", dir)
-		}
-	}
-}
+// FindRoot walks up from dir to the checkout's root; see bom.FindRoot.
+func FindRoot(dir string) (string, error) { return bom.FindRoot(dir) }

@@ -1,0 +1,26 @@
+package bom
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ModulePath is tcpxogen's Go module.
+const ModulePath = "github.com/tcpxogen/tcpxogen"
+
+// FindRoot walks up from dir to the checkout holding tcpxogen's go.mod, so
+// tools work from `go generate` (cwd generated/), from a package's tests
+// and from the repository root alike.
+func FindRoot(dir string) (string, error) {
+	for d := dir; ; d = filepath.Dir(d) {
+		data, err := os.ReadFile(filepath.Join(d, "go.mod"))
+		if err == nil && strings.HasPrefix(strings.TrimSpace(string(data)), "module "+ModulePath) {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("no tcpxogen go.mod above %s: run inside the repository or pass --root", dir)
+		}
+	}
+}

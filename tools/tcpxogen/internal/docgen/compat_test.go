@@ -1,0 +1,49 @@
+package docgen
+
+import (
+	"strings"
+	"testing"
+)
+
+const v22 = `{"trainerVersion":"v2.2.0","rows":[
+ {"case":"bare","summary":"runtimeRef only","trainerVersion":"v2.2.0","supported":true,"survives":{"annotations":true,"gpu limit":true}},
+ {"case":"cpu-only","summary":"cpu | memory","trainerVersion":"v2.2.0","supported":true,"survives":{"annotations":true,"gpu limit":false},
+  "changes":["resource lost: limits nvidia.com/gpu (8 -> <none>)"],"observed":{"limits nvidia.com/gpu":"<unset>"}}]}`
+
+const v23 = `{"trainerVersion":"v2.3.0","rows":[
+ {"case":"bare","summary":"runtimeRef only","trainerVersion":"v2.3.0","supported":true,"survives":{"annotations":true,"gpu limit":true}},
+ {"case":"cpu-only","summary":"cpu | memory","trainerVersion":"v2.3.0","supported":false,"note":"x"}]}`
+
+func TestCompatMarkdown(t *testing.T) {
+	a, err := ParseCompat("a", []byte(v22))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ParseCompat("b", []byte(v23))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(CompatMarkdown([]CompatReport{a, b}))
+	for _, want := range []string{
+		CompatHeader,
+		"| TrainJob | v2.2.0 | v2.3.0 |",
+		"| `bare`: runtimeRef only | wiring intact | wiring intact |",
+		"| `cpu-only`: cpu \\| memory | **lost: gpu limit** | not expressible on this version |",
+		"- resource lost: limits nvidia.com/gpu (8 -> <none>)",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	if md != string(CompatMarkdown([]CompatReport{a, b})) {
+		t.Error("not deterministic")
+	}
+}
+
+func TestParseCompatRejects(t *testing.T) {
+	for _, bad := range []string{`{}`, `{"trainerVersion":"v2.2.0","rows":[]}`, `{"trainerVersion":"v2.2.0","rows":[{"case":"x","bogus":1}]}`, `not json`} {
+		if _, err := ParseCompat("x.json", []byte(bad)); err == nil {
+			t.Errorf("accepted %s", bad)
+		}
+	}
+}

@@ -1,0 +1,43 @@
+// Package realize shows what a Kubeflow Trainer runtime turns into: given a
+// ClusterTrainingRuntime or TrainingRuntime and a TrainJob, Realize runs the
+// trainer's own runtime framework in-process (against a fake API client) and
+// returns exactly the objects the trainer controller would apply: the JobSet,
+// plus whatever else the build writes (the MPI hostfile ConfigMap and SSH
+// Secret, trainer v2.3.0's runtime snapshot ConfigMap).
+//
+// GPUDirect-TCPXO wiring that is dropped between runtime and pod produces no
+// error, only a job that silently runs over TCP. WiringOf and Diff compare
+// the wiring of a runtime's pod template with the realized one, and the
+// compatibility matrix (Cases, Matrix, the compat command) records, per
+// trainer version, which TrainJob fields keep the wiring and which lose it.
+//
+// # Trainer versions
+//
+// Every trainer version shares one module path, so a binary links exactly
+// one; TrainerVersion says which, and every Result and report row carries
+// it. The main go.mod pins v2.2.0. trainer-v2.3.0.mod (with its .sum) is the
+// same module with trainer v2.3.0 and the dependency levels it needs; no
+// code differs between the two versions, only the recorded expectations
+// (knownBehaviors) and the embedded CRD defaults:
+//
+//	go test ./validators/realize/...
+//	go test -modfile=validators/realize/trainer-v2.3.0.mod ./validators/realize/...
+//
+// # Generated files
+//
+// crddefaults/<version>.json holds the CRD default schemas Realize applies
+// (see defaults.go) and testdata/compat-<version>.json the matrix report.
+// Tests fail when either is stale; after a reviewed change, rewrite them
+// with -update, per version, defaults first (the matrix realizes with the
+// defaults embedded at build time, so a new version needs two runs):
+//
+//	go test ./validators/realize -run TestCRDDefaultsMatchModule -update
+//	go test ./validators/realize -run TestCompatReportCurrent -update
+//
+// and the same two with -modfile=validators/realize/trainer-v2.3.0.mod.
+//
+// The compat command writes the same report anywhere:
+//
+//	go run ./validators/realize/cmd/compat --out compat-v2.2.0.json
+//	go run -modfile=validators/realize/trainer-v2.3.0.mod ./validators/realize/cmd/compat --out compat-v2.3.0.json
+package realize
