@@ -50,9 +50,18 @@ SBOM ?= bin/sbom.cdx.json
 sbom: $(BIN)
 	@$(BIN) sbom -o $(SBOM)
 
+# The trainer v2.3.0 matrix needs its own modfile: both trainer versions
+# share one module path and cannot link into one binary.
+V23_MODFILE := validators/realize/trainer-v2.3.0.mod
+
+# test: every suite. The in-process API server suite (tag apiserver) is slow
+# to compile (~6 min cold) and is kept out of plain `go test ./...`.
 test: deps
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags apiserver ./validators/...
 	$(GO) test -count=1 $(PKGS)
+	$(GO) test -count=1 -tags apiserver ./validators/...
+	$(GO) test -count=1 -modfile=$(V23_MODFILE) ./validators/realize/...
 
 test-short:
 	$(GO) test -short $(PKGS)

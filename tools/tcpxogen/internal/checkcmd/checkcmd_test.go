@@ -39,3 +39,45 @@ func TestCheckUsage(t *testing.T) {
 		t.Fatalf("bad flag exit %d", code)
 	}
 }
+
+func TestCheckTrainJob(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		code int
+		want []string
+	}{
+		{"trainjob-env-debug.yaml", cli.ExitOK, []string{"NCCL_DEBUG (WARN -> INFO): your value wins", "0 lose the fabric"}},
+		{"trainjob-cpu-only.yaml", cli.ExitFailure, []string{"FAIL  resource lost: limits nvidia.com/gpu (8 -> <none>)", "FAIL  env overridden: env NCCL_SOCKET_IFNAME (eth0 -> eth1)", "would lose the GPUDirect-TCPXO fabric"}},
+		{"trainjob-patch-resources.yaml", cli.ExitFailure, []string{"FAIL  schema: pruned", "resources", "vanishes silently"}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			code, out := runCheck(t, "trainjob", filepath.Join("testdata", tc.file))
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d:\n%s", code, tc.code, out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
+func TestCheckTrainJobBadInput(t *testing.T) {
+	dir := t.TempDir()
+	other := filepath.Join(dir, "other.yaml")
+	os.WriteFile(other, []byte("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: x}\nspec: {runtimeRef: {name: torch-distributed}}\n"), 0o644)
+	notJob := filepath.Join(dir, "pod.yaml")
+	os.WriteFile(notJob, []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n"), 0o644)
+	for name, args := range map[string][]string{
+		"no file":       {"trainjob"},
+		"missing file":  {"trainjob", filepath.Join(dir, "nope.yaml")},
+		"other runtime": {"trainjob", other},
+		"not a job":     {"trainjob", notJob},
+	} {
+		if code, out := runCheck(t, args...); code != cli.ExitUsage {
+			t.Errorf("%s: exit %d, want 2:\n%s", name, code, out)
+		}
+	}
+}
