@@ -14,7 +14,7 @@ endif
 
 BIN     := bin/tcpxogen
 
-.PHONY: all deps generate extract test test-short bench bom-check release-check sbom $(BIN)
+.PHONY: all deps generate extract test test-short bench demo bom-check release-check sbom $(BIN)
 
 all: generate test
 
@@ -34,6 +34,11 @@ extract:
 # costs the check itself (~0.1 s), not a `go run` link (~4 s).
 $(BIN):
 	@$(GO) build -o $(BIN) ./tools/tcpxogen
+
+# demo: the whole pipeline offline on the bundled reconstruction, with a
+# summary; outputs under out/demo/.
+demo: $(BIN)
+	@$(BIN) demo
 
 # bom-check: the coupling check. Offline; fails when anything drifted.
 bom-check: $(BIN)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/checkcmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/democmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/perfcmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/rendercmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/sbomcmd"
@@ -29,6 +30,7 @@ func main() {
 	maps.Copy(cmds, checkcmd.Commands())
 	maps.Copy(cmds, sbomcmd.Commands())
 	maps.Copy(cmds, perfcmd.Commands())
+	maps.Copy(cmds, democmd.Commands())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	code := cli.Main(ctx, os.Args[1:], cli.Streams{Out: os.Stdout, Err: os.Stderr}, cmds)
 	stop()
