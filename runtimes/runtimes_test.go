@@ -184,3 +184,29 @@ func TestGoldenFilesExist(t *testing.T) {
 		}
 	}
 }
+
+func TestReferenceExplainsEveryElement(t *testing.T) {
+	in := loadInputs(t)
+	rt, err := TorchRuntime(in, Options{Interfaces: ExampleInterfaces()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := Reference(rt, in.Overrides, in.Pins.PluginVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, r := range rows {
+		kinds[r.Kind]++
+		if r.Why == "" {
+			t.Errorf("%s %s has no reason: add it to the why table", r.Kind, r.Name)
+		}
+	}
+	if kinds["annotation"] != 3 || kinds["sidecar"] != 1 || kinds["volume"] != 5 || kinds["env"] != len(in.Pins.Profiles[ProfileDefault])+1 {
+		t.Errorf("reference rows by kind: %v", kinds)
+	}
+	ns := Namespaced(rt, "team-a", "mine")
+	if ns.Kind != "TrainingRuntime" || ns.Namespace != "team-a" || ns.Name != "mine" || rt.Kind != "ClusterTrainingRuntime" {
+		t.Errorf("namespaced copy: %s %s/%s (original now %s)", ns.Kind, ns.Namespace, ns.Name, rt.Kind)
+	}
+}

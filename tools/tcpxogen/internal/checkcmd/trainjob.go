@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
-	"github.com/kubeflow/trainer/v2/pkg/constants"
 	"sigs.k8s.io/yaml"
 
 	"github.com/tcpxogen/tcpxogen/runtimes"
@@ -16,22 +14,6 @@ import (
 	"github.com/tcpxogen/tcpxogen/validators/realize"
 	"github.com/tcpxogen/tcpxogen/validators/schema"
 )
-
-// benignEnv are variables a TrainJob may override without touching the
-// fabric: logging only. Overriding any other profile variable changes how
-// NCCL finds or drives the GPU NICs.
-var benignEnv = map[string]bool{"NCCL_DEBUG": true, "NCCL_DEBUG_SUBSYS": true, "NCCL_DEBUG_FILE": true}
-
-// fatal reports whether a wiring change loses the fabric.
-func fatal(c realize.Change) bool {
-	switch {
-	case c.IsAddition():
-		return false
-	case c.What == realize.EnvOverridden:
-		return !benignEnv[strings.TrimPrefix(c.Path, "env ")]
-	}
-	return true
-}
 
 // lintTrainJob realizes a user's TrainJob against the shipped runtime and
 // reports what of the wiring it removes or changes. Exit 1 when the fabric
@@ -100,28 +82,19 @@ func lintReport(ctx context.Context, w io.Writer, name string, data []byte, job 
 	if err != nil {
 		return 0, err
 	}
-	res, err := realize.Realize(ctx, rt, job)
+	changes, version, err := realize.Lint(ctx, rt, job)
 	if err != nil {
 		return 0, fmt.Errorf("realize %s against %s: %w", name, runtimes.RuntimeName, err)
 	}
-	rtPod, err := realize.RuntimePodTemplate(rt, constants.Node)
-	if err != nil {
-		return 0, err
-	}
-	jsPod, err := realize.JobSetPodTemplate(res.JobSet, constants.Node)
-	if err != nil {
-		return 0, err
-	}
-	changes := realize.Diff(realize.WiringOf(rtPod, constants.Node), realize.WiringOf(jsPod, constants.Node))
 	for _, c := range changes {
 		switch {
-		case fatal(c):
+		case realize.LosesFabric(c):
 			fmt.Fprintf(w, "FAIL  %s\n", c)
 			fatalCount++
 		case c.What == realize.EnvOverridden:
 			fmt.Fprintf(w, "note  %s: your value wins over the runtime's\n", c)
 		}
 	}
-	fmt.Fprintf(w, "%s on trainer %s: %d wiring change(s), %d lose the fabric\n", name, res.TrainerVersion, len(changes), fatalCount)
+	fmt.Fprintf(w, "%s on trainer %s: %d wiring change(s), %d lose the fabric\n", name, version, len(changes), fatalCount)
 	return fatalCount, nil
 }

@@ -5,7 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -17,6 +20,7 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/docgen"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/emit"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/extract"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/factpins"
@@ -394,27 +398,22 @@ func checkReproducible(ctx context.Context, t *Tree) Result {
 	if err != nil {
 		return fail(files, regenerate, "render goldens: %v", err)
 	}
+	pages, err := docgen.Pages(t.Root, in)
+	if err != nil {
+		return fail(files, regenerate, "render docs: %v", err)
+	}
+	maps.Copy(goldens, pages)
 	var stale []string
-	for _, rel := range slices.Sorted(mapsKeys(goldens)) {
-		m := t.manifest(rel)
-		if m == nil || !bytes.Equal(m.Raw, goldens[rel]) {
+	for _, rel := range slices.Sorted(maps.Keys(goldens)) {
+		current, err := os.ReadFile(filepath.Join(t.Root, filepath.FromSlash(rel)))
+		if err != nil || !bytes.Equal(current, goldens[rel]) {
 			stale = append(stale, rel)
 		}
 	}
 	if len(stale) > 0 {
 		return fail(stale, "never edit goldens: "+regenerate+" (review the diff first)", "%s differ from a fresh render", strings.Join(stale, ", "))
 	}
-	return pass("%s and %d goldens reproduce byte for byte from %s (%d network requests)", GeneratedFile, len(goldens), spec.Raw, stats.Snapshot().Requests)
-}
-
-func mapsKeys(m map[string][]byte) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
+	return pass("%s and %d goldens and generated pages reproduce byte for byte from %s (%d network requests)", GeneratedFile, len(goldens), spec.Raw, stats.Snapshot().Requests)
 }
 
 // retiredDaemonFlags are flags the release notes retired: still accepted,

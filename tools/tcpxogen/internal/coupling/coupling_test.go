@@ -14,6 +14,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/atomicfile"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/docgen"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/emit"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/extract"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/factpins"
@@ -33,7 +34,14 @@ func realRoot(t *testing.T) string {
 func copyRepo(t *testing.T) string {
 	t.Helper()
 	src, dst := realRoot(t), t.TempDir()
-	for _, rel := range []string{"go.mod", bom.RepoPath, bom.ReleasesRepoPath, bom.OverridesRepoPath, GeneratedFile, runtimes.GoldenRuntime, runtimes.GoldenComponents} {
+	rels := []string{"go.mod", bom.RepoPath, bom.ReleasesRepoPath, bom.OverridesRepoPath, GeneratedFile, runtimes.GoldenRuntime, runtimes.GoldenComponents, docgen.CompatDoc}
+	rels = append(rels, DocFiles...)
+	compat, _ := filepath.Glob(filepath.Join(src, "validators/realize/testdata/compat-*.json"))
+	for _, p := range compat {
+		rel, _ := filepath.Rel(src, p)
+		rels = append(rels, rel)
+	}
+	for _, rel := range rels {
 		data, err := os.ReadFile(filepath.Join(src, rel))
 		if err != nil {
 			t.Fatal(err)
@@ -187,6 +195,13 @@ func regenerateTree(t *testing.T, root string) error {
 	goldens, err := runtimes.Goldens(in)
 	if err != nil {
 		return err
+	}
+	pages, err := docgen.Pages(root, in)
+	if err != nil {
+		return err
+	}
+	for rel, data := range pages {
+		goldens[rel] = data
 	}
 	set := atomicfile.Set{}
 	for rel, data := range goldens {

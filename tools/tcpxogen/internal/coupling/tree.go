@@ -12,6 +12,7 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/docgen"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/emit"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/facts"
 )
@@ -23,6 +24,9 @@ const GeneratedFile = "generated/tcpxo/zz_generated.go"
 // covers, repo-relative. A missing optional one is skipped by the checks
 // that need it.
 var ManifestFiles = []string{runtimes.GoldenRuntime, runtimes.GoldenComponents}
+
+// DocFiles are the user guides whose YAML examples are manifests too.
+var DocFiles = []string{"docs/tcpxo-workloads.md"}
 
 // Manifest is one emitted file, split into objects.
 type Manifest struct {
@@ -74,6 +78,14 @@ func Load(root string, opts Options) *Tree {
 		}
 		t.Manifests = append(t.Manifests, m)
 	}
+	for _, rel := range DocFiles {
+		ms, err := loadDocExamples(at(rel), rel)
+		if err != nil {
+			t.ManifestErrs[rel] = err
+			continue
+		}
+		t.Manifests = append(t.Manifests, ms...)
+	}
 	t.GoMod, t.GoModErr = os.ReadFile(at("go.mod"))
 	return t
 }
@@ -85,6 +97,10 @@ func loadManifest(path, rel string) (Manifest, error) {
 	if err != nil {
 		return Manifest{}, err
 	}
+	return parseManifest(raw, rel)
+}
+
+func parseManifest(raw []byte, rel string) (Manifest, error) {
 	m := Manifest{Path: rel, Raw: raw}
 	for i, doc := range docSeparator.Split(string(raw), -1) {
 		if len(bytes.TrimSpace(stripComments([]byte(doc)))) == 0 {
@@ -121,4 +137,23 @@ func (t *Tree) manifest(rel string) *Manifest {
 		}
 	}
 	return nil
+}
+
+// loadDocExamples reads every YAML example of a guide as a manifest named
+// after its line, so an image pinned in the documentation is held to the
+// same rule as one in a golden.
+func loadDocExamples(path, rel string) ([]Manifest, error) {
+	page, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []Manifest
+	for _, b := range docgen.YAMLBlocks(page) {
+		m, err := parseManifest(b.Content, fmt.Sprintf("%s:%d", rel, b.Line))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
 }

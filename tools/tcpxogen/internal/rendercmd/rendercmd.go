@@ -5,13 +5,11 @@
 package rendercmd
 
 import (
-	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -115,11 +113,11 @@ func renderGoldens(_ context.Context, args []string, s cli.Streams) error {
 	if err != nil {
 		return err
 	}
-	compat, err := compatDoc(r)
+	docs, err := docgen.Pages(r, in)
 	if err != nil {
 		return err
 	}
-	files[CompatDoc] = compat
+	maps.Copy(files, docs)
 	set := atomicfile.Set{}
 	for rel, data := range files {
 		set[filepath.Join(r, filepath.FromSlash(rel))] = data
@@ -218,46 +216,4 @@ func parseTolerations(in []string) ([]corev1.Toleration, error) {
 		out = append(out, tol)
 	}
 	return out, nil
-}
-
-// CompatDoc is the generated trainer compatibility page, repo-relative.
-const CompatDoc = "docs/trainer-compat.md"
-
-// compatGlob finds the realization matrices, one per trainer version.
-const compatGlob = "validators/realize/testdata/compat-*.json"
-
-// compatDoc renders docs/trainer-compat.md from the committed matrices,
-// oldest trainer version first.
-func compatDoc(root string) ([]byte, error) {
-	paths, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(compatGlob)))
-	if err != nil || len(paths) == 0 {
-		return nil, fmt.Errorf("no realization matrices match %s: run the realize suite with -update", compatGlob)
-	}
-	var reports []docgen.CompatReport
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return nil, err
-		}
-		rep, err := docgen.ParseCompat(p, data)
-		if err != nil {
-			return nil, err
-		}
-		reports = append(reports, rep)
-	}
-	slices.SortFunc(reports, func(a, b docgen.CompatReport) int { return semverCompare(a.TrainerVersion, b.TrainerVersion) })
-	return docgen.CompatMarkdown(reports), nil
-}
-
-// semverCompare orders vMAJOR.MINOR.PATCH strings numerically.
-func semverCompare(a, b string) int {
-	pa, pb := strings.Split(strings.TrimPrefix(a, "v"), "."), strings.Split(strings.TrimPrefix(b, "v"), ".")
-	for i := range min(len(pa), len(pb)) {
-		na, _ := strconv.Atoi(pa[i])
-		nb, _ := strconv.Atoi(pb[i])
-		if c := cmp.Compare(na, nb); c != 0 {
-			return c
-		}
-	}
-	return cmp.Compare(len(pa), len(pb))
 }

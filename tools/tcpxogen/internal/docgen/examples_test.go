@@ -1,0 +1,119 @@
+// TestExamples makes every YAML example of docs/*.md a tested artifact:
+// each goes through the API server's validation against the trainer CRDs,
+// and each TrainJob of the shipped runtime is realized through the trainer
+// runtime framework. A block fenced as
+// "```yaml pitfall" must lose the fabric, so the page cannot claim a
+// pitfall that no longer exists.
+package docgen
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/validators/realize"
+	"github.com/tcpxogen/tcpxogen/validators/schema"
+)
+
+func TestExamples(t *testing.T) {
+	pages, err := filepath.Glob(filepath.Join("..", "..", "..", "..", "docs", "*.md"))
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("no pages: %v", err)
+	}
+	v, err := schema.NewTrainer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped, err := runtimes.Shipped()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, page := range pages {
+		data, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range YAMLBlocks(data) {
+			total++
+			t.Run(fmt.Sprintf("%s:%d", filepath.Base(page), b.Line), func(t *testing.T) {
+				checkBlock(t, v, shipped, b)
+			})
+		}
+	}
+	if total < 8 {
+		t.Fatalf("only %d YAML examples found; the guide has lost its examples", total)
+	}
+}
+
+func checkBlock(t *testing.T, v *schema.Validator, shipped *trainer.ClusterTrainingRuntime, b Block) {
+	reports, err := v.Validate(b.Content)
+	if err != nil {
+		t.Fatalf("example does not parse: %v", err)
+	}
+	lost := []string{}
+	for _, r := range reports {
+		for _, f := range r.Findings {
+			lost = append(lost, "schema: "+f.String())
+		}
+		if r.Defaulted == nil {
+			continue
+		}
+		changes, err := realizeExample(r.Defaulted.Object, shipped)
+		if err != nil {
+			t.Fatalf("realize: %v", err)
+		}
+		for _, c := range changes {
+			if realize.LosesFabric(c) {
+				lost = append(lost, c.String())
+			}
+		}
+	}
+	switch b.Info {
+	case "pitfall":
+		if len(lost) == 0 {
+			t.Fatal("a pitfall example no longer loses the fabric: update the guide")
+		}
+		t.Logf("loses the fabric, as the guide says: %s", strings.Join(lost, "; "))
+	case "":
+		if len(lost) > 0 {
+			t.Fatalf("example loses the fabric: %s", strings.Join(lost, "; "))
+		}
+	default:
+		t.Fatalf("unknown fence info %q: use ```yaml or ```yaml pitfall", b.Info)
+	}
+}
+
+// realizeExample realizes TrainJobs of the shipped runtime against it, and
+// a bare TrainJob against any TrainingRuntime; other kinds have nothing to
+// realize.
+func realizeExample(obj map[string]any, shipped *trainer.ClusterTrainingRuntime) ([]realize.Change, error) {
+	switch obj["kind"] {
+	case trainer.TrainJobKind:
+		var job trainer.TrainJob
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &job); err != nil {
+			return nil, err
+		}
+		if job.Spec.RuntimeRef.Name != runtimes.RuntimeName {
+			return nil, nil // another runtime (EKS, AKS): the schema proof is the test
+		}
+		changes, _, err := realize.Lint(context.Background(), shipped, &job)
+		return changes, err
+	case trainer.TrainingRuntimeKind:
+		var rt trainer.TrainingRuntime
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &rt); err != nil {
+			return nil, err
+		}
+		changes, _, err := realize.Lint(context.Background(), &rt, realize.BareTrainJob(client.Object(&rt)))
+		return changes, err
+	}
+	return nil, nil
+}

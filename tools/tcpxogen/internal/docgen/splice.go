@@ -1,0 +1,48 @@
+package docgen
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tcpxogen/tcpxogen/runtimes"
+)
+
+// Markers delimit a generated section inside a hand-written page.
+func begin(name string) string {
+	return "<!-- BEGIN GENERATED " + name + ": tcpxogen render goldens; DO NOT EDIT -->"
+}
+func end(name string) string { return "<!-- END GENERATED " + name + " -->" }
+
+// Splice replaces the body of the generated section name in doc. A page
+// that lost its markers is an error, never a silently stale section.
+func Splice(doc []byte, name string, body string) ([]byte, error) {
+	s := string(doc)
+	b, e := begin(name), end(name)
+	i, j := strings.Index(s, b), strings.Index(s, e)
+	if i < 0 || j < i {
+		return nil, fmt.Errorf("generated section %q: markers %q ... %q not found in order: restore them", name, b, e)
+	}
+	return []byte(s[:i+len(b)] + "\n" + strings.TrimRight(body, "\n") + "\n" + s[j:]), nil
+}
+
+// WiringReference renders the reference table of the shipped wiring.
+func WiringReference(rows []runtimes.RefRow) string {
+	var b strings.Builder
+	b.WriteString("| kind | name | value | why |\n|---|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %s | `%s` | %s | %s |\n", r.Kind, r.Name, cell(r.Value), escape(r.Why))
+	}
+	return b.String()
+}
+
+func cell(v string) string {
+	if v == "" {
+		return ""
+	}
+	return "`" + strings.ReplaceAll(v, "|", `\|`) + "`"
+}
+
+// YAMLBlock fences a manifest for a page; the docs test exercises it.
+func YAMLBlock(manifest []byte) string {
+	return "```yaml\n" + strings.TrimRight(string(manifest), "\n") + "\n```"
+}
