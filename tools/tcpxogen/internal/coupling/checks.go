@@ -14,17 +14,19 @@ import (
 	"sort"
 	"strings"
 
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/runtimes"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/docgen"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/emit"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/extract"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/factpins"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/goldens"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/imagesource"
+	"github.com/tcpxogen/tcpxogen/validators/performance/derive"
 )
 
 const regenerate = "run `go generate ./...` and commit the result"
@@ -152,9 +154,12 @@ func checkImages(_ context.Context, t *Tree) Result {
 	}
 	var problems []string
 	imgs := manifestImages(t.Manifests)
+	examples := 0
 	for _, im := range imgs {
 		role, known := byRepo[repository(im.ref)]
 		switch {
+		case im.file == derive.GoldenPath && im.ref == derive.ExampleImage:
+			examples++ // the benchmark's own image: an example until the BOM pins one
 		case !strings.Contains(im.ref, "@sha256:"):
 			problems = append(problems, fmt.Sprintf("%s %s: %q is not pinned by digest", im.file, im.where, im.ref))
 		case !known:
@@ -166,7 +171,7 @@ func checkImages(_ context.Context, t *Tree) Result {
 	if len(problems) > 0 {
 		return fail(files, "pin images only in bom/bom.yaml and "+regenerate+"; never edit a manifest's image by hand", "%s", strings.Join(problems, "; "))
 	}
-	return pass("%d image references in %d manifests, all BOM pins", len(imgs), len(t.Manifests))
+	return pass("%d image references in %d manifests: all BOM pins but %d example benchmark image(s)", len(imgs), len(t.Manifests), examples)
 }
 
 // shippedRuntime decodes the runtime golden's node pod.
@@ -342,22 +347,45 @@ func unionKeys(a, b map[string]string) []string {
 	return keys
 }
 
-// BenchmarkWiring compares the benchmark runtime's wiring with the shipped
-// runtime's; nil until the performance validator provides the benchmark.
-var BenchmarkWiring func(t *Tree) (compared bool, diffs []string, files []string)
-
 func checkBenchmarkWiring(_ context.Context, t *Tree) Result {
-	if BenchmarkWiring == nil {
-		return Result{Status: Empty, Message: "no benchmark runtime is emitted yet: nothing to compare"}
+	files := []string{runtimes.GoldenRuntime, derive.GoldenPath}
+	bm := t.manifest(derive.GoldenPath)
+	if bm == nil {
+		if _, missing := t.ManifestErrs[derive.GoldenPath]; missing {
+			return Result{Status: Empty, Message: "no benchmark manifest (" + derive.GoldenPath + "): nothing to compare", Files: files}
+		}
 	}
-	compared, diffs, files := BenchmarkWiring(t)
-	switch {
-	case !compared:
-		return Result{Status: Empty, Message: "no benchmark manifest found: nothing to compare"}
-	case len(diffs) > 0:
-		return fail(files, "derive the benchmark from the shipped runtime and "+regenerate, "benchmark wiring differs: %s", strings.Join(diffs, "; "))
+	shipped, err := typedObject[trainer.ClusterTrainingRuntime](t, runtimes.GoldenRuntime, trainer.ClusterTrainingRuntimeKind)
+	if err != nil {
+		return fail(files, regenerate, "%v", err)
 	}
-	return pass("benchmark node pod carries the shipped wiring")
+	bench, err := typedObject[trainer.TrainingRuntime](t, derive.GoldenPath, trainer.TrainingRuntimeKind)
+	if err != nil {
+		return fail(files, regenerate, "%v", err)
+	}
+	if diffs := derive.WiringEqual(shipped, bench); len(diffs) > 0 {
+		return fail(files, "derive the benchmark from the shipped runtime ("+regenerate+"); never edit it by hand",
+			"the benchmark would measure other wiring than ships: %s", strings.Join(diffs, "; "))
+	}
+	return pass("%s/%s carries the shipped wiring", bench.Namespace, bench.Name)
+}
+
+// typedObject decodes the first object of kind in a loaded manifest.
+func typedObject[T any](t *Tree, rel, kind string) (*T, error) {
+	m := t.manifest(rel)
+	if m == nil {
+		return nil, fmt.Errorf("%s did not load: %v", rel, t.ManifestErrs[rel])
+	}
+	for _, o := range m.Objects {
+		if o.GetKind() == kind {
+			var out T
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &out); err != nil {
+				return nil, fmt.Errorf("%s: %w", rel, err)
+			}
+			return &out, nil
+		}
+	}
+	return nil, fmt.Errorf("%s holds no %s", rel, kind)
 }
 
 // offline refuses every request: bom-check never touches the network, so
@@ -394,26 +422,21 @@ func checkReproducible(ctx context.Context, t *Tree) Result {
 		return fail([]string{GeneratedFile}, "never edit generated code: "+regenerate, "%s differs from a fresh extraction of %s (hand-edited or stale)", GeneratedFile, spec.Raw)
 	}
 	in := &runtimes.Inputs{Pins: factpins.FromFacts(t.Generated), BOM: t.BOM, Releases: t.Releases, Overrides: t.Overrides}
-	goldens, err := runtimes.Goldens(in)
+	rendered, err := goldens.Render(t.Root, in)
 	if err != nil {
 		return fail(files, regenerate, "render goldens: %v", err)
 	}
-	pages, err := docgen.Pages(t.Root, in)
-	if err != nil {
-		return fail(files, regenerate, "render docs: %v", err)
-	}
-	maps.Copy(goldens, pages)
 	var stale []string
-	for _, rel := range slices.Sorted(maps.Keys(goldens)) {
+	for _, rel := range slices.Sorted(maps.Keys(rendered)) {
 		current, err := os.ReadFile(filepath.Join(t.Root, filepath.FromSlash(rel)))
-		if err != nil || !bytes.Equal(current, goldens[rel]) {
+		if err != nil || !bytes.Equal(current, rendered[rel]) {
 			stale = append(stale, rel)
 		}
 	}
 	if len(stale) > 0 {
 		return fail(stale, "never edit goldens: "+regenerate+" (review the diff first)", "%s differ from a fresh render", strings.Join(stale, ", "))
 	}
-	return pass("%s and %d goldens and generated pages reproduce byte for byte from %s (%d network requests)", GeneratedFile, len(goldens), spec.Raw, stats.Snapshot().Requests)
+	return pass("%s and %d goldens and generated pages reproduce byte for byte from %s (%d network requests)", GeneratedFile, len(rendered), spec.Raw, stats.Snapshot().Requests)
 }
 
 // retiredDaemonFlags are flags the release notes retired: still accepted,

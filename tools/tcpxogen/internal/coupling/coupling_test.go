@@ -18,6 +18,8 @@ import (
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/emit"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/extract"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/factpins"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/goldens"
+	"github.com/tcpxogen/tcpxogen/validators/performance/derive"
 )
 
 func realRoot(t *testing.T) string {
@@ -34,7 +36,7 @@ func realRoot(t *testing.T) string {
 func copyRepo(t *testing.T) string {
 	t.Helper()
 	src, dst := realRoot(t), t.TempDir()
-	rels := []string{"go.mod", bom.RepoPath, bom.ReleasesRepoPath, bom.OverridesRepoPath, GeneratedFile, runtimes.GoldenRuntime, runtimes.GoldenComponents, docgen.CompatDoc}
+	rels := []string{"go.mod", bom.RepoPath, bom.ReleasesRepoPath, bom.OverridesRepoPath, GeneratedFile, runtimes.GoldenRuntime, runtimes.GoldenComponents, derive.GoldenPath, docgen.CompatDoc}
 	rels = append(rels, DocFiles...)
 	compat, _ := filepath.Glob(filepath.Join(src, "validators/realize/testdata/compat-*.json"))
 	for _, p := range compat {
@@ -192,19 +194,12 @@ func regenerateTree(t *testing.T, root string) error {
 		return err
 	}
 	in.Pins = factpins.FromFacts(res.Facts)
-	goldens, err := runtimes.Goldens(in)
+	rendered, err := goldens.Render(root, in)
 	if err != nil {
 		return err
-	}
-	pages, err := docgen.Pages(root, in)
-	if err != nil {
-		return err
-	}
-	for rel, data := range pages {
-		goldens[rel] = data
 	}
 	set := atomicfile.Set{}
-	for rel, data := range goldens {
+	for rel, data := range rendered {
 		set[filepath.Join(root, rel)] = data
 	}
 	_, err = set.Commit(0o644)
@@ -316,16 +311,22 @@ func TestTrainerVersionMismatchFails(t *testing.T) {
 	assertFails(t, check(t, root), "trainer-version-matches-gomod", "v2.2.0", "v2.3.0", "go.mod")
 }
 
-func TestBenchmarkWiringHook(t *testing.T) {
+func TestBenchmarkWiringDriftFails(t *testing.T) {
 	root := copyRepo(t)
+	orig := read(t, root, derive.GoldenPath)
+	edit(t, root, derive.GoldenPath, "- name: NCCL_PROTO\n                    value: Simple,LL128", "- name: NCCL_PROTO\n                    value: Simple")
+	assertFails(t, check(t, root), "benchmark-wiring-matches", "NCCL_PROTO", derive.GoldenPath)
+	write(t, root, derive.GoldenPath, orig)
+	os.Remove(filepath.Join(root, derive.GoldenPath))
 	if r := result(check(t, root), "benchmark-wiring-matches"); r.Status != Empty {
-		t.Fatalf("without a benchmark the check must say it has nothing to compare, got %+v", r)
+		t.Fatalf("without a benchmark manifest the check must say it has nothing to compare, got %+v", r)
 	}
-	BenchmarkWiring = func(*Tree) (bool, []string, []string) {
-		return true, []string{"annotation x differs"}, []string{"b.yaml"}
-	}
-	t.Cleanup(func() { BenchmarkWiring = nil })
-	assertFails(t, check(t, root), "benchmark-wiring-matches", "annotation x differs")
+}
+
+func TestBenchmarkImageOnlyExemptAsTheExample(t *testing.T) {
+	root := copyRepo(t)
+	edit(t, root, derive.GoldenPath, derive.ExampleImage, "registry.example/nccl-tests:latest")
+	assertFails(t, check(t, root), "images-pinned-from-bom", "registry.example/nccl-tests:latest", "not pinned by digest")
 }
 
 func TestUnreadableInputsFailEveryDependentCheck(t *testing.T) {

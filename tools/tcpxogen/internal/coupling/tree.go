@@ -15,6 +15,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/docgen"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/emit"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/facts"
+	"github.com/tcpxogen/tcpxogen/validators/performance/derive"
 )
 
 // GeneratedFile is the committed generated code, repo-relative.
@@ -23,7 +24,7 @@ const GeneratedFile = "generated/tcpxo/zz_generated.go"
 // ManifestFiles are the emitted manifests every image and wiring check
 // covers, repo-relative. A missing optional one is skipped by the checks
 // that need it.
-var ManifestFiles = []string{runtimes.GoldenRuntime, runtimes.GoldenComponents}
+var ManifestFiles = []string{runtimes.GoldenRuntime, runtimes.GoldenComponents, derive.GoldenPath}
 
 // DocFiles are the user guides whose YAML examples are manifests too.
 var DocFiles = []string{"docs/tcpxo-workloads.md"}

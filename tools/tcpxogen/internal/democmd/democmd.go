@@ -224,7 +224,11 @@ func stepCheck(ctx context.Context, st *state) error {
 	if rep.Failed() {
 		return fmt.Errorf("bom-check failed:\n%s", b.String())
 	}
-	st.lines = append(st.lines, fmt.Sprintf("bom-check   %d of %d checks passed, %d with nothing to compare yet", passed, len(rep.Results), empty))
+	line := fmt.Sprintf("bom-check   %d of %d checks passed", passed, len(rep.Results))
+	if empty > 0 {
+		line += fmt.Sprintf(", %d with nothing to compare yet", empty)
+	}
+	st.lines = append(st.lines, line)
 	if rep.Substitute != "" {
 		st.lines = append(st.lines, "provenance  the data came from the bundled reconstruction, a SUBSTITUTE: release-check refuses it")
 	}

@@ -7,7 +7,6 @@ package rendercmd
 import (
 	"context"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,7 +17,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/atomicfile"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/docgen"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/goldens"
 )
 
 // Commands returns the render command set.
@@ -109,15 +108,10 @@ func renderGoldens(_ context.Context, args []string, s cli.Streams) error {
 	if err != nil {
 		return cli.BadInput("%w", err)
 	}
-	files, err := runtimes.Goldens(in)
+	files, err := goldens.Render(r, in)
 	if err != nil {
 		return err
 	}
-	docs, err := docgen.Pages(r, in)
-	if err != nil {
-		return err
-	}
-	maps.Copy(files, docs)
 	set := atomicfile.Set{}
 	for rel, data := range files {
 		set[filepath.Join(r, filepath.FromSlash(rel))] = data
