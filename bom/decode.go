@@ -4,24 +4,19 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/tcpxogen/tcpxogen/internal/yamlstrict"
 )
 
 // maxFileSize bounds what a loader reads. The real files are a few KiB; the
 // bound keeps a wrong path (a log, an image tarball) from being read whole.
 const maxFileSize = 1 << 20
-
-// syntaxScanBudget bounds the bytes the prefix scan in syntaxErrorLine may
-// parse in total. The scan is quadratic in the file's length; the real files
-// are a few KiB, far inside the budget, and a huge file falls back to the
-// parser's own line number instead of stalling the tool.
-const syntaxScanBudget = 4 << 20
 
 // path is a location in a YAML document: mapping keys, and "[i]" for list items.
 type path []string
@@ -185,15 +180,11 @@ func (l *locator) valueAt(line int, tag string) (located, bool) {
 // locator for later semantic checks. It rejects what yaml.v3 alone would
 // accept silently: an empty file, a second document, unknown fields.
 func decodeStrict(file string, data []byte, out any) (loc *locator, err error) {
-	// yaml.v3 re-panics on internal errors it does not recognise; a data file
-	// must never crash the tool, so turn that into a rejection.
-	defer func() {
-		if r := recover(); r != nil {
-			loc = nil
-			err = &FieldError{File: file, Problem: fmt.Sprintf("could not be parsed: the YAML parser failed (%v)", r),
-				Fix: "check that this is the YAML file you meant to load, and report the parser failure"}
-		}
-	}()
+	// A data file must never crash the tool, even through a yaml.v3 bug.
+	defer yamlstrict.Recover(func(problem string) {
+		loc, err = nil, &FieldError{File: file, Problem: problem,
+			Fix: "check that this is the YAML file you meant to load, and report the parser failure"}
+	})
 	rootType := reflect.TypeOf(out).Elem()
 	shape := "a mapping with the keys " + strings.Join(yamlFields(rootType), ", ")
 	if len(data) > maxFileSize {
@@ -201,27 +192,27 @@ func decodeStrict(file string, data []byte, out any) (loc *locator, err error) {
 			Fix: "check the path: this file should be " + shape}
 	}
 
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, emptyDocument(file, 0, shape)
+	doc, err := yamlstrict.ParseDocument(data)
+	if doc != nil {
+		// An empty first document is reported ahead of anything after it:
+		// the data is missing, and a stray second document or a syntax error
+		// further down is secondary.
+		if _, ok := yamlstrict.Root(doc); !ok {
+			return nil, emptyDocument(file, doc.Line, shape)
 		}
-		return nil, syntaxError(file, data, err, decodeNode)
 	}
-	if len(doc.Content) == 0 || doc.Content[0].ShortTag() == "!!null" {
-		return nil, emptyDocument(file, doc.Line, shape)
-	}
-	var next yaml.Node
-	switch err := dec.Decode(&next); {
-	case errors.Is(err, io.EOF):
-	case err != nil:
-		return nil, syntaxError(file, data, err, decodeNode)
-	default:
-		return nil, &FieldError{File: file, Line: next.Line, Problem: "a second YAML document starts here",
+	var second *yamlstrict.SecondDocumentError
+	switch {
+	case errors.Is(err, yamlstrict.ErrNoDocument):
+		return nil, emptyDocument(file, 0, shape)
+	case errors.As(err, &second):
+		return nil, &FieldError{File: file, Line: second.Line, Problem: "a second YAML document starts here",
 			Fix: "keep exactly one document per file: remove the '---' separator and what follows, or merge it into the first document"}
+	case err != nil:
+		return nil, syntaxError(file, data, err, yamlstrict.ParseAll)
 	}
-	loc = newLocator(doc.Content[0])
+	root, _ := yamlstrict.Root(doc)
+	loc = newLocator(root)
 
 	typed := yaml.NewDecoder(bytes.NewReader(data))
 	typed.KnownFields(true)
@@ -244,82 +235,27 @@ func emptyDocument(file string, line int, shape string) error {
 		Fix: "write " + shape + " (restore the file from version control if it was emptied by mistake)"}
 }
 
-// decodeNode parses every document in b, so that a syntax error after a
-// '---' is found by the prefix scan too.
-func decodeNode(b []byte) error {
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	for {
-		var n yaml.Node
-		if err := dec.Decode(&n); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
-		}
-	}
-}
-
-var yamlLinePrefix = regexp.MustCompile(`^(?:yaml: )?(?:line (\d+): )?`)
-
-// yamlMessage splits a yaml.v3 message into its reported line and its text.
-func yamlMessage(msg string) (int, string) {
-	m := yamlLinePrefix.FindStringSubmatch(msg)
-	line, _ := strconv.Atoi(m[1])
-	return line, msg[len(m[0]):]
-}
-
 // syntaxFixes maps fragments of yaml.v3 syntax errors to advice; the first
-// match wins, so more specific fragments come first.
-var syntaxFixes = []struct{ fragment, fix string }{
-	{"tab character", "indent with spaces; YAML does not allow tabs in indentation"},
-	{"mapping values are not allowed", "quote the value if it contains ': ', and check that this line is not indented under a plain value"},
-	{"cannot start any token", "quote the value: it starts with a character YAML reserves (@, `, %, !, &, *, |, >)"},
-	{"unknown anchor", "define the anchor with &NAME before using *NAME, or quote the value if '*' is meant literally"},
-	{"unexpected end of stream", "close the quote or bracket opened on this line"},
-	{"did not find expected ',' or", "close the bracket or brace opened on this line, and separate entries with ','"},
-	{"did not find expected key", "align this line with the other keys of its mapping, or start every entry of a list with '- '"},
-	{"could not find expected ':'", "write the entry as key: value (a space is required after ':')"},
+// match wins, so more specific fragments come first. The data files' advice
+// is worded for them (and covers anchors and quotes), so it is bom's own
+// table rather than yamlstrict.SyntaxHints.
+var syntaxFixes = yamlstrict.Hints{
+	{Fragment: "tab character", Fix: "indent with spaces; YAML does not allow tabs in indentation"},
+	{Fragment: "mapping values are not allowed", Fix: "quote the value if it contains ': ', and check that this line is not indented under a plain value"},
+	{Fragment: "cannot start any token", Fix: "quote the value: it starts with a character YAML reserves (@, `, %, !, &, *, |, >)"},
+	{Fragment: "unknown anchor", Fix: "define the anchor with &NAME before using *NAME, or quote the value if '*' is meant literally"},
+	{Fragment: "unexpected end of stream", Fix: "close the quote or bracket opened on this line"},
+	{Fragment: "did not find expected ',' or", Fix: "close the bracket or brace opened on this line, and separate entries with ','"},
+	{Fragment: "did not find expected key", Fix: "align this line with the other keys of its mapping, or start every entry of a list with '- '"},
+	{Fragment: "could not find expected ':'", Fix: "write the entry as key: value (a space is required after ':')"},
 }
 
-// syntaxError rewords a yaml.v3 parse error. yaml.v3 reports some parser
-// errors one line early and some with no line at all, so the line is found by
-// re-parsing growing prefixes of the file with parse until the same error
-// first appears; the library's own number is only a fallback.
+// syntaxError rewords err, a syntax error that parse reported for data, with
+// the line it is really on (yaml.v3's own number can be a line early).
 func syntaxError(file string, data []byte, err error, parse func([]byte) error) error {
-	reported, msg := yamlMessage(err.Error())
-	line := syntaxErrorLine(data, msg, parse)
-	if line == 0 {
-		line = reported
-	}
-	fix := "fix the YAML syntax"
-	for _, f := range syntaxFixes {
-		if strings.Contains(msg, f.fragment) {
-			fix = f.fix
-			break
-		}
-	}
-	return &FieldError{File: file, Line: line, Problem: "is not valid YAML (" + msg + ")", Fix: fix, Err: err}
-}
-
-func syntaxErrorLine(data []byte, msg string, parse func([]byte) error) int {
-	end, budget := 0, syntaxScanBudget
-	for n := 1; end < len(data); n++ {
-		i := bytes.IndexByte(data[end:], '\n')
-		if i < 0 {
-			end = len(data)
-		} else {
-			end += i + 1
-		}
-		if budget -= end; budget < 0 {
-			return 0
-		}
-		if err := parse(data[:end]); err != nil {
-			if _, m := yamlMessage(err.Error()); m == msg {
-				return n
-			}
-		}
-	}
-	return 0
+	line, msg := yamlstrict.LocateSyntaxError(data, err, parse)
+	return &FieldError{File: file, Line: line, Problem: "is not valid YAML (" + msg + ")",
+		Fix: syntaxFixes.Fix(msg, "fix the YAML syntax"), Err: err}
 }
 
 // structuralRewrites turns yaml.v3's type errors, which name Go types, into
@@ -337,7 +273,7 @@ var structuralRewrites = []struct {
 func (l *locator) structuralErrors(file string, root reflect.Type, te *yaml.TypeError) error {
 	c := &checker{file: file, lines: l}
 	for _, raw := range te.Errors {
-		line, msg := yamlMessage(raw)
+		line, msg := yamlstrict.SplitMessage(raw)
 		fe := &FieldError{File: file, Line: line, Problem: msg, Fix: "correct the value at this line"}
 		for _, r := range structuralRewrites {
 			if m := r.re.FindStringSubmatch(msg); m != nil {
@@ -360,7 +296,9 @@ func unknownField(l *locator, root reflect.Type, line int, m []string) (path, st
 	}
 	allowed := yamlFields(typeAt(root, parent))
 	fix := "remove it, or correct its name"
-	if s := closest(name, allowed); s != "" {
+	// By spelling only: bom's keys extend one another (module, moduleVersion;
+	// controllerImage, controllerVersion), so a prefix would pick by order.
+	if s := yamlstrict.ClosestByEdits(name, allowed); s != "" {
 		fix = fmt.Sprintf("did you mean %q?", s)
 	}
 	if len(allowed) > 0 {
@@ -502,39 +440,4 @@ func yamlStructFields(t reflect.Type) func(func(reflect.StructField) bool) {
 			}
 		}
 	}
-}
-
-// closest suggests the allowed name a misspelling most likely meant: same
-// letters in another case, or at most two edits away.
-func closest(name string, allowed []string) string {
-	best, bestDist := "", 3
-	for _, a := range allowed {
-		if strings.EqualFold(a, name) {
-			return a
-		}
-		if d := editDistance(strings.ToLower(name), strings.ToLower(a)); d < bestDist {
-			best, bestDist = a, d
-		}
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

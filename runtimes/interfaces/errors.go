@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/tcpxogen/tcpxogen/internal/yamlstrict"
 )
 
 // ErrNoMapping is wrapped by the rejection of an empty mapping. A renderer
@@ -53,49 +54,21 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// maxProblems bounds how many rejections one call reports. A pasted log or a
-// wrong file can hold thousands of bad entries; past the first screenful more
-// of the same does not help, and an unbounded list would bury the first ones.
-const maxProblems = 20
-
 // joinErrors returns nil, the single *Error itself (so a caller can type-assert
-// the common case), or all of them joined.
+// the common case), or all of them joined, at most yamlstrict.MaxProblems and
+// a count of the rest.
 func joinErrors(errs []*Error) error {
-	if len(errs) > maxProblems {
-		more := len(errs) - maxProblems
-		errs = append(errs[:maxProblems:maxProblems], &Error{
-			Problem: fmt.Sprintf("%d more problem(s) not shown", more),
-			Fix:     "fix the problems above and run again",
-		})
-	}
-	switch len(errs) {
-	case 0:
-		return nil
-	case 1:
-		return errs[0]
-	}
-	out := make([]error, len(errs))
-	for i, e := range errs {
-		out[i] = e
-	}
-	return errors.Join(out...)
+	return yamlstrict.Join(errs, func(problem, fix string) *Error { return &Error{Problem: problem, Fix: fix} })
 }
 
-// maxShown bounds how much of a user's value an error message repeats.
-const maxShown = 64
-
 // show renders user input for a message: plain tokens as they are, anything
-// else quoted so that whitespace, empty strings and control characters are
-// visible and cannot garble a terminal, and long values cut short.
+// else as quoted does, so that whitespace, empty strings and control
+// characters are visible and cannot garble a terminal.
 func show(s string) string {
-	if s != "" && plainToken(s) && len(s) <= maxShown {
+	if s != "" && plainToken(s) && len(s) <= yamlstrict.MaxShown {
 		return s
 	}
-	if utf8.RuneCountInString(s) > maxShown {
-		r := []rune(s)
-		return strconv.Quote(string(r[:maxShown])) + "…"
-	}
-	return strconv.Quote(s)
+	return quoted(s)
 }
 
 func plainToken(s string) bool {
@@ -110,13 +83,8 @@ func plainToken(s string) bool {
 }
 
 // quoted always quotes (for network names, where the quotes mark the value
-// off from the sentence), cutting long values short like show.
-func quoted(s string) string {
-	if utf8.RuneCountInString(s) > maxShown {
-		return strconv.Quote(string([]rune(s)[:maxShown])) + "…"
-	}
-	return strconv.Quote(s)
-}
+// off from the sentence), cutting long values short.
+func quoted(s string) string { return yamlstrict.Quote(s) }
 
 // times words a repeat count: "twice", "3 times".
 func times(n int) string {
@@ -127,12 +95,4 @@ func times(n int) string {
 }
 
 // andList joins words as "a", "a and b", "a, b and c".
-func andList(words []string) string {
-	switch len(words) {
-	case 0:
-		return ""
-	case 1:
-		return words[0]
-	}
-	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
-}
+func andList(words []string) string { return yamlstrict.List(words, "and") }

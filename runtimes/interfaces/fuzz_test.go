@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/tcpxogen/tcpxogen/internal/yamlstrict"
 )
 
 // checkAccepted asserts the invariants of every Mapping a constructor
@@ -54,7 +56,7 @@ func checkRejected(t *testing.T, m Mapping, err error, lines bool) {
 		t.Fatalf("rejected input returned %v", m)
 	}
 	got := problems(t, err)
-	if len(got) == 0 || len(got) > maxProblems+1 {
+	if len(got) == 0 || len(got) > yamlstrict.MaxProblems+1 {
 		t.Fatalf("%d problems reported", len(got))
 	}
 	for _, p := range got {

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/tcpxogen/tcpxogen/internal/yamlstrict"
 )
 
 func TestParseValid(t *testing.T) {
@@ -228,10 +230,10 @@ func TestParseCapsProblems(t *testing.T) {
 	_, err := Parse(strings.Join(bad, ","))
 	got := problems(t, err)
 	// 100 unknown interfaces and 8 missing ones: the first 20, then a summary.
-	if len(got) != maxProblems+1 {
-		t.Fatalf("got %d problems, want %d", len(got), maxProblems+1)
+	if len(got) != yamlstrict.MaxProblems+1 {
+		t.Fatalf("got %d problems, want %d", len(got), yamlstrict.MaxProblems+1)
 	}
-	if last := got[maxProblems].Error(); !strings.Contains(last, "88 more problem(s) not shown") {
+	if last := got[yamlstrict.MaxProblems].Error(); !strings.Contains(last, "88 more problem(s) not shown") {
 		t.Fatalf("last problem = %q, want a count of the rest", last)
 	}
 	if !strings.Contains(got[0].Error(), "x0 is not a GPU NIC") {

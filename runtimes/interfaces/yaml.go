@@ -1,17 +1,15 @@
 package interfaces
 
 import (
-	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
-	"io"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/tcpxogen/tcpxogen/internal/yamlstrict"
 )
 
 // yamlKey is the key of the binding list, in a standalone document and in a
@@ -48,45 +46,39 @@ var yamlShape = yamlKey + ": followed by eight entries, " +
 // oversized document), and the errors are in line order. Callers add the file
 // name when wrapping the error.
 func ParseYAML(data []byte) (m Mapping, err error) {
-	// yaml.v3 re-panics on internal errors it does not recognise; input must
-	// never crash the tool, so that becomes a rejection.
-	defer func() {
-		if r := recover(); r != nil {
-			m, err = Mapping{}, &Error{Entry: "the document",
-				Problem: fmt.Sprintf("could not be parsed: the YAML parser failed (%v)", r),
-				Fix:     "check that this is the mapping document you meant to load; it should be " + yamlShape}
-		}
-	}()
+	// Input must never crash the tool, even through a yaml.v3 bug.
+	defer yamlstrict.Recover(func(problem string) {
+		m, err = Mapping{}, &Error{Entry: "the document", Problem: problem,
+			Fix: "check that this is the mapping document you meant to load; it should be " + yamlShape}
+	})
 	if len(data) > maxYAMLSize {
 		return Mapping{}, &Error{Entry: "the document",
 			Problem: fmt.Sprintf("is %d bytes, over the %d-byte limit for a mapping document", len(data), maxYAMLSize),
 			Fix:     "check the path: the document should be " + yamlShape}
 	}
 
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return Mapping{}, emptyDocument(0)
-		}
-		return Mapping{}, syntaxError(data, err)
-	}
-	var next yaml.Node
-	switch err := dec.Decode(&next); {
-	case errors.Is(err, io.EOF):
+	doc, err := yamlstrict.ParseDocument(data)
+	var second *yamlstrict.SecondDocumentError
+	switch {
+	case errors.Is(err, yamlstrict.ErrNoDocument):
+		return Mapping{}, emptyDocument(0)
+	case errors.As(err, &second):
+		return Mapping{}, &Error{Line: second.Line, Entry: "a second YAML document", Problem: "starts here",
+			Fix: "keep exactly one document: remove the '---' separator and what follows it"}
 	case err != nil:
 		return Mapping{}, syntaxError(data, err)
-	default:
-		return Mapping{}, &Error{Line: next.Line, Entry: "a second YAML document", Problem: "starts here",
-			Fix: "keep exactly one document: remove the '---' separator and what follows it"}
 	}
-	if len(doc.Content) == 0 {
-		return Mapping{}, emptyDocument(doc.Line)
+	root, ok := yamlstrict.Root(doc)
+	if !ok {
+		// Point at the null itself, which after a '---' line is below the
+		// document's start.
+		line := doc.Line
+		if root != nil {
+			line = root.Line
+		}
+		return Mapping{}, emptyDocument(line)
 	}
-	root := deref(doc.Content[0])
-	if root.ShortTag() == "!!null" {
-		return Mapping{}, emptyDocument(root.Line)
-	}
+	root = deref(root)
 	if root.Kind != yaml.MappingNode {
 		fix := "write " + yamlShape
 		if root.Kind == yaml.SequenceNode {
@@ -171,7 +163,7 @@ func (r *yamlReader) fields(n *yaml.Node, path string, allowed []string) map[str
 			continue
 		}
 		name := k.Value
-		p := joinPath(path, name)
+		p := yamlstrict.JoinPath(path, name)
 		if line, dup := firstLine[name]; dup {
 			r.add(k.Line, show(p), fmt.Sprintf("is defined twice (first at line %d)", line),
 				"delete one of the two; YAML tools disagree on which one wins, so the document must not rely on either")
@@ -179,7 +171,7 @@ func (r *yamlReader) fields(n *yaml.Node, path string, allowed []string) map[str
 		}
 		firstLine[name] = k.Line
 		if !slices.Contains(allowed, name) {
-			r.add(k.Line, show(p), "is not a known field", unknownFieldFix(name, allowed, where))
+			r.add(k.Line, show(p), "is not a known field", yamlstrict.UnknownFieldFix(name, allowed, where, "and"))
 			continue
 		}
 		out[name] = field{key: k, value: n.Content[i+1]}
@@ -190,7 +182,7 @@ func (r *yamlReader) fields(n *yaml.Node, path string, allowed []string) map[str
 // binding reads one list entry; problems that make it unusable mark it
 // skipped so that validate does not report them a second time.
 func (r *yamlReader) binding(i int, n *yaml.Node) entry {
-	path := fmt.Sprintf("%s[%d]", yamlKey, i)
+	path := yamlstrict.IndexPath(yamlKey, i)
 	n = deref(n)
 	e := entry{where: path, line: n.Line, netLine: n.Line}
 	if n.Kind != yaml.MappingNode {
@@ -266,89 +258,9 @@ func deref(n *yaml.Node) *yaml.Node {
 	return n
 }
 
-var tagWords = map[string]string{
-	"!!str": "a string", "!!int": "a number", "!!float": "a number", "!!bool": "true/false",
-	"!!null": "empty", "!!timestamp": "a date", "!!binary": "binary data",
-}
-
-// kindWord names a node's kind in a YAML user's terms.
-func kindWord(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		if w, ok := tagWords[n.ShortTag()]; ok {
-			return w
-		}
-		return "a value tagged " + show(n.ShortTag())
-	}
-	return "an unexpected node"
-}
-
-func joinPath(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
-// unknownFieldFix suggests the field a misspelt key most likely meant.
-func unknownFieldFix(name string, allowed []string, where string) string {
-	list := "the fields of " + where + " are " + andList(allowed)
-	if name == "<<" {
-		return "merge keys are not supported: write the fields out; " + list
-	}
-	if s := closest(name, allowed); s != "" {
-		return "did you mean " + s + "? " + list
-	}
-	return "remove it, or correct its name; " + list
-}
-
-// closest returns the allowed name that name most likely misspells: the same
-// letters in another case, a prefix either way ("interface"), or at most two
-// edits away; "" when none is close.
-func closest(name string, allowed []string) string {
-	lower := strings.ToLower(name)
-	best, bestDist := "", 3
-	for _, a := range allowed {
-		la := strings.ToLower(a)
-		if lower == la || len(lower) >= 3 && (strings.HasPrefix(la, lower) || strings.HasPrefix(lower, la)) {
-			return a
-		}
-		if d := editDistance(lower, la); d < bestDist {
-			best, bestDist = a, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance; the inputs are map keys a user
-// typed, so bound them to keep a pathological key cheap.
-func editDistance(a, b string) int {
-	const limit = 64
-	if len(a) > limit || len(b) > limit {
-		return limit
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
+// kindWord names a node's kind in a YAML user's terms; a network name is "a
+// string" here.
+func kindWord(n *yaml.Node) string { return yamlstrict.KindWord(n, "a string", show) }
 
 func emptyDocument(line int) error {
 	return &Error{Line: line, Entry: "the document",
@@ -357,77 +269,10 @@ func emptyDocument(line int) error {
 		Err:     ErrNoMapping}
 }
 
-var yamlLinePrefix = regexp.MustCompile(`^(?:yaml: )?(?:line (\d+): )?`)
-
-// syntaxHints maps fragments of yaml.v3 syntax errors to advice; the first
-// match wins.
-var syntaxHints = []struct{ fragment, fix string }{
-	{"tab character", "indent with spaces; YAML does not allow tabs in indentation"},
-	{"cannot start any token", "indent with spaces if this line starts with a tab, or quote the value if it starts with a character YAML reserves (@, `, %, !, &, *, |, >)"},
-	{"mapping values are not allowed", "quote the value if it contains ': ', and check this line's indentation"},
-	{"did not find expected ',' or", "close the bracket or brace opened here, and separate entries with ','"},
-	{"did not find expected key", "align this line with the other keys of its mapping, or start each list entry with '- '"},
-}
-
-// syntaxError rewords a yaml.v3 parse error. yaml.v3 reports parser errors
-// (as opposed to scanner errors) one line early, and the message does not say
-// which kind it is; so the line is found by parsing growing prefixes of the
-// document until the same error first appears, which is where it is. The
-// library's number is only the fallback when the scan's budget runs out.
+// syntaxError rewords a yaml.v3 syntax error from ParseDocument, with the
+// line it is really on (yaml.v3's own number can be a line early).
 func syntaxError(data []byte, err error) error {
-	m := yamlLinePrefix.FindStringSubmatch(err.Error())
-	reported, _ := strconv.Atoi(m[1])
-	msg := err.Error()[len(m[0]):]
-	line := syntaxErrorLine(data, msg)
-	if line == 0 {
-		line = reported
-	}
-	fix := "fix the YAML syntax; the document should be " + yamlShape
-	for _, h := range syntaxHints {
-		if strings.Contains(msg, h.fragment) {
-			fix = h.fix
-			break
-		}
-	}
-	return &Error{Line: line, Entry: "the document", Problem: "is not valid YAML (" + msg + ")", Fix: fix, Err: err}
-}
-
-// syntaxScanBudget bounds the bytes syntaxErrorLine parses in total: the scan
-// is quadratic in the document's length. A real document (under 1 KiB) is far
-// inside it; a huge one gets the parser's own line number instead of a stall.
-const syntaxScanBudget = 4 << 20
-
-func syntaxErrorLine(data []byte, msg string) int {
-	end, budget := 0, syntaxScanBudget
-	for n := 1; end < len(data); n++ {
-		if i := bytes.IndexByte(data[end:], '\n'); i < 0 {
-			end = len(data)
-		} else {
-			end += i + 1
-		}
-		if budget -= end; budget < 0 {
-			return 0
-		}
-		if err := parseAll(data[:end]); err != nil {
-			if m := yamlLinePrefix.FindStringSubmatch(err.Error()); err.Error()[len(m[0]):] == msg {
-				return n
-			}
-		}
-	}
-	return 0
-}
-
-// parseAll parses every document in b, so that the prefix scan also finds
-// errors after a '---'.
-func parseAll(b []byte) error {
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	for {
-		var n yaml.Node
-		if err := dec.Decode(&n); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
-		}
-	}
+	line, msg := yamlstrict.LocateSyntaxError(data, err, yamlstrict.ParseAll)
+	return &Error{Line: line, Entry: "the document", Problem: "is not valid YAML (" + msg + ")",
+		Fix: yamlstrict.SyntaxHints.Fix(msg, "fix the YAML syntax; the document should be "+yamlShape), Err: err}
 }

@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"reflect"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/tcpxogen/tcpxogen/internal/yamlstrict"
 )
 
 // decoder reads a recipe in two passes over one parse:
@@ -66,24 +66,12 @@ func (d *decoder) lineOf(path string) int {
 		if path == "" {
 			return 0
 		}
-		path = parentPath(path)
+		path = yamlstrict.ParentPath(path)
 	}
 }
 
-// parentPath strips the last ".key" or "[i]" from a path.
-func parentPath(path string) string {
-	if i := strings.LastIndexAny(path, ".["); i >= 0 {
-		return path[:i]
-	}
-	return ""
-}
-
-func joinPath(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
+// joinPath is yamlstrict.JoinPath under the name validate.go uses.
+func joinPath(path, key string) string { return yamlstrict.JoinPath(path, key) }
 
 // shape is the expected document, for messages about its overall form.
 const shape = "apiVersion: " + APIVersion + ", kind: " + Kind + ", then criteria, components, configuration and constraints"
@@ -91,47 +79,36 @@ const shape = "apiVersion: " + APIVersion + ", kind: " + Kind + ", then criteria
 // decode parses data and runs both passes; ok is false when the document is
 // too broken for the semantic checks to say anything useful.
 func (d *decoder) decode(data []byte) (r *Recipe, ok bool) {
-	// yaml.v3 re-panics on internal errors it does not recognise; input must
-	// never crash the tool, so that becomes a rejection.
-	defer func() {
-		if p := recover(); p != nil {
-			d.addAt(0, "", fmt.Sprintf("could not be parsed: the YAML parser failed (%v)", p),
-				"check that this is the recipe you meant to load; a recipe has "+shape)
-			r, ok = nil, false
-		}
-	}()
+	// Input must never crash the tool, even through a yaml.v3 bug.
+	defer yamlstrict.Recover(func(problem string) {
+		d.addAt(0, "", problem, "check that this is the recipe you meant to load; a recipe has "+shape)
+		r, ok = nil, false
+	})
 	if len(data) > MaxSize {
 		d.addAt(0, "", fmt.Sprintf("is over the %d-byte limit for a recipe", MaxSize),
 			"check the path: a recipe is a short YAML file with "+shape)
 		return nil, false
 	}
 
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			d.addAt(0, "", "is empty", "write a recipe: "+shape)
-		} else {
-			d.syntaxError(data, err)
-		}
+	doc, err := yamlstrict.ParseDocument(data)
+	var second *yamlstrict.SecondDocumentError
+	switch {
+	case errors.Is(err, yamlstrict.ErrNoDocument):
+		d.addAt(0, "", "is empty", "write a recipe: "+shape)
 		return nil, false
-	}
-	var next yaml.Node
-	switch err := dec.Decode(&next); {
-	case errors.Is(err, io.EOF):
+	case errors.As(err, &second):
+		d.addAt(second.Line, "", "has a second YAML document here",
+			"keep exactly one document: remove the '---' separator and what follows it")
+		return nil, false
 	case err != nil:
 		d.syntaxError(data, err)
 		return nil, false
-	default:
-		d.addAt(next.Line, "", "has a second YAML document here",
-			"keep exactly one document: remove the '---' separator and what follows it")
-		return nil, false
 	}
-	if len(doc.Content) == 0 || doc.Content[0].ShortTag() == "!!null" {
+	root, hasData := yamlstrict.Root(doc)
+	if !hasData {
 		d.addAt(doc.Line, "", "holds no data", "write a recipe: "+shape)
 		return nil, false
 	}
-	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
 		d.addAt(root.Line, "", "is "+kindWord(root)+", not a mapping", "write a recipe: "+shape)
 		return nil, false
@@ -192,7 +169,7 @@ func (d *decoder) walk(n *yaml.Node, t reflect.Type, path string) {
 			return
 		}
 		for i, item := range n.Content {
-			d.walk(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i))
+			d.walk(item, t.Elem(), yamlstrict.IndexPath(path, i))
 		}
 	case reflect.String:
 		d.scalar(n, t, path)
@@ -220,7 +197,7 @@ func (d *decoder) mapping(n *yaml.Node, t reflect.Type, path string) {
 				"write the keys as plain names: "+orList(names))
 			continue
 		}
-		p := joinPath(path, k.Value)
+		p := yamlstrict.JoinPath(path, k.Value)
 		if line, dup := first[k.Value]; dup {
 			d.addAt(k.Line, p, fmt.Sprintf("is set twice (first at line %d)", line),
 				"delete one of the two; YAML tools disagree on which one wins, so the recipe must not rely on either")
@@ -230,7 +207,7 @@ func (d *decoder) mapping(n *yaml.Node, t reflect.Type, path string) {
 		d.keys[p] = k.Line
 		ft, known := fields[k.Value]
 		if !known {
-			d.addAt(k.Line, p, "is not a known field", unknownFieldFix(k.Value, names, where))
+			d.addAt(k.Line, p, "is not a known field", yamlstrict.UnknownFieldFix(k.Value, names, where, "or"))
 			continue
 		}
 		d.walk(v, ft, p)
@@ -294,39 +271,9 @@ func yamlName(f reflect.StructField) string {
 	return name
 }
 
-func unknownFieldFix(name string, allowed []string, where string) string {
-	list := "the fields of " + where + " are " + orList(allowed)
-	switch s := closest(name, allowed); {
-	case name == "<<":
-		return "merge keys are not supported: write the fields out; " + list
-	case s != "":
-		return "did you mean " + s + "? " + list
-	}
-	return "remove it, or correct its name; " + list
-}
-
-var tagWords = map[string]string{
-	"!!str": "text", "!!int": "a number", "!!float": "a number", "!!bool": "true/false",
-	"!!null": "empty", "!!timestamp": "a date", "!!binary": "binary data",
-}
-
-// kindWord names a node's kind in a YAML user's terms.
-func kindWord(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		if w, ok := tagWords[n.ShortTag()]; ok {
-			return w
-		}
-		return "a value tagged " + quoted(n.ShortTag())
-	}
-	return "an unexpected node"
-}
-
-var yamlLinePrefix = regexp.MustCompile(`^(?:yaml: )?(?:line (\d+): )?`)
+// kindWord names a node's kind in a YAML user's terms; a recipe's values are
+// "text", as the scalar check's messages call them.
+func kindWord(n *yaml.Node) string { return yamlstrict.KindWord(n, "text", quoted) }
 
 // yamlErrorLine reads the line number out of a yaml.v3 error, 0 if none.
 func yamlErrorLine(err error) int {
@@ -335,81 +282,20 @@ func yamlErrorLine(err error) int {
 	if errors.As(err, &te) && len(te.Errors) > 0 {
 		msg = te.Errors[0]
 	}
-	m := yamlLinePrefix.FindStringSubmatch(msg)
-	line, _ := strconv.Atoi(m[1])
+	line, _ := yamlstrict.SplitMessage(msg)
 	return line
 }
 
-// syntaxHints maps fragments of yaml.v3 syntax errors to advice; the first
-// match wins.
-var syntaxHints = []struct{ fragment, fix string }{
-	{"did not find expected comment or line break", `quote a value that starts with '>' or '|', e.g. value: ">= 300"; unquoted, YAML reads them as the start of a block of text`},
-	{"tab character", "indent with spaces; YAML does not allow tabs in indentation"},
-	{"cannot start any token", "indent with spaces if this line starts with a tab, or quote the value if it starts with a character YAML reserves (@, `, %, !, &, *, |, >)"},
-	{"mapping values are not allowed", "quote the value if it contains ': ', and check this line's indentation"},
-	{"did not find expected ',' or", "close the bracket or brace opened here, and separate entries with ','"},
-	{"did not find expected key", "align this line with the other keys of its mapping, or start each list entry with '- '"},
-}
+// syntaxHints is yamlstrict's advice, after the one mistake thresholds
+// invite: an unquoted ">= 300" reads as the start of a block scalar.
+var syntaxHints = append(yamlstrict.Hints{
+	{Fragment: "did not find expected comment or line break", Fix: `quote a value that starts with '>' or '|', e.g. value: ">= 300"; unquoted, YAML reads them as the start of a block of text`},
+}, yamlstrict.SyntaxHints...)
 
-// syntaxError records a YAML syntax error. yaml.v3 reports parser errors one
-// line early and some scanner errors with no line at all; so the line is found
-// by parsing growing prefixes of the document until the same error first
-// appears. The library's number is the fallback when the scan's budget runs
-// out.
+// syntaxError records a yaml.v3 syntax error from ParseDocument, with the
+// line it is really on (yaml.v3's own number can be a line early).
 func (d *decoder) syntaxError(data []byte, err error) {
-	m := yamlLinePrefix.FindStringSubmatch(err.Error())
-	reported, _ := strconv.Atoi(m[1])
-	msg := err.Error()[len(m[0]):]
-	line := syntaxErrorLine(data, msg)
-	if line == 0 {
-		line = reported
-	}
-	fix := "fix the YAML syntax; a recipe has " + shape
-	for _, h := range syntaxHints {
-		if strings.Contains(msg, h.fragment) {
-			fix = h.fix
-			break
-		}
-	}
-	e := d.addAt(line, "", "is not valid YAML ("+msg+")", fix)
+	line, msg := yamlstrict.LocateSyntaxError(data, err, yamlstrict.ParseAll)
+	e := d.addAt(line, "", "is not valid YAML ("+msg+")", syntaxHints.Fix(msg, "fix the YAML syntax; a recipe has "+shape))
 	e.Err = err
-}
-
-// syntaxScanBudget bounds the bytes syntaxErrorLine parses in total (the scan
-// is quadratic in the document's length); a real recipe is far inside it.
-const syntaxScanBudget = 4 << 20
-
-func syntaxErrorLine(data []byte, msg string) int {
-	end, budget := 0, syntaxScanBudget
-	for n := 1; end < len(data); n++ {
-		if i := bytes.IndexByte(data[end:], '\n'); i < 0 {
-			end = len(data)
-		} else {
-			end += i + 1
-		}
-		if budget -= end; budget < 0 {
-			return 0
-		}
-		if err := parseAll(data[:end]); err != nil {
-			if m := yamlLinePrefix.FindStringSubmatch(err.Error()); err.Error()[len(m[0]):] == msg {
-				return n
-			}
-		}
-	}
-	return 0
-}
-
-// parseAll parses every document in b, so the prefix scan also finds errors
-// after a '---'.
-func parseAll(b []byte) error {
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	for {
-		var n yaml.Node
-		if err := dec.Decode(&n); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
-		}
-	}
 }

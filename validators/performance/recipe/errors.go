@@ -2,12 +2,11 @@ package recipe
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/tcpxogen/tcpxogen/internal/yamlstrict"
 )
 
 // Error is one problem with a recipe. Parse reports every problem it finds,
@@ -53,104 +52,25 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// maxProblems bounds one report: past a screenful more of the same does not
-// help, and an unbounded list would bury the first problems.
-const maxProblems = 20
-
 // joinErrors orders problems by line (stable, so problems on one line keep the
-// order they were found in) and returns nil, the single *Error, or all joined.
+// order they were found in) and returns nil, the single *Error, or all joined,
+// at most yamlstrict.MaxProblems and a count of the rest.
 func joinErrors(file string, errs []*Error) error {
 	slices.SortStableFunc(errs, func(a, b *Error) int { return cmp.Compare(a.Line, b.Line) })
-	if len(errs) > maxProblems {
-		more := len(errs) - maxProblems
-		errs = append(errs[:maxProblems:maxProblems], &Error{File: file,
-			Problem: fmt.Sprintf("%d more problem(s) not shown", more),
-			Fix:     "fix the problems above and run again"})
-	}
-	switch len(errs) {
-	case 0:
-		return nil
-	case 1:
-		return errs[0]
-	}
-	out := make([]error, len(errs))
-	for i, e := range errs {
-		out[i] = e
-	}
-	return errors.Join(out...)
+	return yamlstrict.Join(errs, func(problem, fix string) *Error { return &Error{File: file, Problem: problem, Fix: fix} })
 }
-
-// maxShown bounds how much of a user's value a message repeats.
-const maxShown = 64
 
 // quoted renders user input for a message: always quoted, so whitespace and
 // control characters are visible, and cut short when long.
-func quoted(s string) string {
-	if utf8.RuneCountInString(s) > maxShown {
-		return strconv.Quote(string([]rune(s)[:maxShown])) + "…"
-	}
-	return strconv.Quote(s)
-}
+func quoted(s string) string { return yamlstrict.Quote(s) }
 
 // orList joins words as "a", "a or b", "a, b or c".
-func orList(words []string) string {
-	switch len(words) {
-	case 0:
-		return ""
-	case 1:
-		return words[0]
-	}
-	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
-}
-
-// closest returns the candidate that name most likely misspells: the same
-// letters in another case, a prefix either way, or at most two edits away;
-// "" when none is close.
-func closest(name string, candidates []string) string {
-	lower := strings.ToLower(name)
-	best, bestDist := "", 3
-	for _, c := range candidates {
-		lc := strings.ToLower(c)
-		if lower == lc || len(lower) >= 3 && (strings.HasPrefix(lc, lower) || strings.HasPrefix(lower, lc)) {
-			return c
-		}
-		if d := editDistance(lower, lc); d < bestDist {
-			best, bestDist = c, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance, bounded because the inputs are
-// keys a user typed and a pathological one must stay cheap.
-func editDistance(a, b string) int {
-	const limit = 64
-	if len(a) > limit || len(b) > limit {
-		return limit
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
+func orList(words []string) string { return yamlstrict.List(words, "or") }
 
 // suggest words the fix for a value that is not one of candidates.
 func suggest(value string, candidates []string, what string) string {
 	list := "use " + orList(candidates)
-	if s := closest(value, candidates); s != "" {
+	if s := yamlstrict.Closest(value, candidates); s != "" {
 		return "did you mean " + s + "? " + what + " is one of " + orList(candidates)
 	}
 	return list

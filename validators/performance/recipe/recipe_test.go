@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tcpxogen/tcpxogen/internal/yamlstrict"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 )
 
@@ -416,13 +417,13 @@ func TestParseReportsEveryProblem(t *testing.T) {
 func TestParseBoundsTheReport(t *testing.T) {
 	var b strings.Builder
 	b.WriteString(strings.Join(base, "\n") + "\n")
-	for i := range 3 * maxProblems {
+	for i := range 3 * yamlstrict.MaxProblems {
 		fmt.Fprintf(&b, "extra%d: x\n", i)
 	}
 	_, err := Parse("r.yaml", []byte(b.String()))
 	ps := problems(t, err)
-	if len(ps) != maxProblems+1 || !strings.Contains(ps[maxProblems].Problem, "more problem(s) not shown") {
-		t.Fatalf("%d problems reported, want %d and a count of the rest", len(ps), maxProblems+1)
+	if len(ps) != yamlstrict.MaxProblems+1 || !strings.Contains(ps[yamlstrict.MaxProblems].Problem, "more problem(s) not shown") {
+		t.Fatalf("%d problems reported, want %d and a count of the rest", len(ps), yamlstrict.MaxProblems+1)
 	}
 }
 
