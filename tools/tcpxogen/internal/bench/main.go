@@ -18,7 +18,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"syscall"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -214,12 +215,11 @@ func child(phase, ref, cache string) error {
 	}
 	wall := time.Since(start)
 	snap := stats.Snapshot()
-	// The child's own peak RSS: each phase runs in a fresh process.
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+	peak, err := peakRSSKB()
+	if err != nil {
 		return err
 	}
-	return json.NewEncoder(os.Stdout).Encode(measurement{Phase: phase, Wall: wall, Requests: snap.Requests, Bytes: snap.Bytes, MaxRSSKB: ru.Maxrss})
+	return json.NewEncoder(os.Stdout).Encode(measurement{Phase: phase, Wall: wall, Requests: snap.Requests, Bytes: snap.Bytes, MaxRSSKB: peak})
 }
 
 // topDown is the production path: extract.Run with the image declared as a
@@ -317,4 +317,20 @@ func findRoot() (string, error) {
 		return "", err
 	}
 	return extract.FindRoot(wd)
+}
+
+// peakRSSKB reads this process's resident-set high-water mark. getrusage's
+// ru_maxrss survives execve, so in a spawned child it reports the parent's
+// size at fork; VmHWM belongs to the new address space only.
+func peakRSSKB() (int64, error) {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/self/status")
 }
