@@ -61,11 +61,14 @@ V23_MODFILE := validators/realize/trainer-v2.3.0.mod
 
 # test: every suite. The in-process API server suite (tag apiserver) is slow
 # to compile (~6 min cold) and is kept out of plain `go test ./...`.
+# Packages with apiserver-tagged suites.
+APISERVER_PKGS := ./validators/... ./tools/tcpxogen/internal/validatecmd/...
+
 test: deps
 	$(GO) vet $(PKGS)
-	$(GO) vet -tags apiserver ./validators/...
+	$(GO) vet -tags apiserver $(APISERVER_PKGS)
 	$(GO) test -count=1 $(PKGS)
-	$(GO) test -count=1 -tags apiserver ./validators/...
+	$(GO) test -count=1 -tags apiserver $(APISERVER_PKGS)
 	$(GO) test -count=1 -modfile=$(V23_MODFILE) ./validators/realize/...
 
 test-short:

@@ -22,6 +22,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/perfcmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/rendercmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/sbomcmd"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/validatecmd"
 )
 
 func main() {
@@ -31,6 +32,7 @@ func main() {
 	maps.Copy(cmds, sbomcmd.Commands())
 	maps.Copy(cmds, perfcmd.Commands())
 	maps.Copy(cmds, democmd.Commands())
+	maps.Copy(cmds, validatecmd.Commands())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	code := cli.Main(ctx, os.Args[1:], cli.Streams{Out: os.Stdout, Err: os.Stderr}, cmds)
 	stop()
