@@ -81,7 +81,7 @@ func usage(w io.Writer, commands Commands) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].Summary)
+		fmt.Fprintf(w, "  %-12s %s\n", n, commands[n].Summary)
 	}
 	fmt.Fprintln(w, "\nRun `tcpxogen COMMAND --help` for a command's flags.\nExit status: 0 ok, 1 failure, 2 bad usage or bad input.")
 }
