@@ -164,6 +164,15 @@ func digestProblem(dig string) string {
 	return ""
 }
 
+// SplitReference splits an image reference repo[:tag][@digest] into its
+// parts without validating them: tools that only need to compare or
+// describe references (the coupling check, the SBOM) share this one rule.
+func SplitReference(ref string) (repo, tag, digest string) {
+	base, digest, _ := strings.Cut(ref, "@")
+	repo, tag, _ = splitTag(base)
+	return repo, tag, digest
+}
+
 // splitTag splits repo:tag with go-containerregistry's rule: the last ':' is
 // a tag separator only if no '/' follows it, so registry:port/repo has no tag.
 func splitTag(base string) (repo, tag string, ok bool) {

@@ -59,3 +59,17 @@ func TestImageZeroValueHasNoParts(t *testing.T) {
 		t.Errorf("unvalidated image has parts %q %q %q", img.Repository(), img.Tag(), img.Digest())
 	}
 }
+
+func TestSplitReference(t *testing.T) {
+	for ref, want := range map[string][3]string{
+		"gke.gcr.io/pause:3.8@sha256:abc": {"gke.gcr.io/pause", "3.8", "sha256:abc"},
+		"localhost:5000/x/y:v1.0.9-1":     {"localhost:5000/x/y", "v1.0.9-1", ""},
+		"localhost:5000/x/y@sha256:abc":   {"localhost:5000/x/y", "", "sha256:abc"},
+		"pytorch/pytorch":                 {"pytorch/pytorch", "", ""},
+	} {
+		repo, tag, dig := SplitReference(ref)
+		if got := [3]string{repo, tag, dig}; got != want {
+			t.Errorf("SplitReference(%q) = %q, want %q", ref, got, want)
+		}
+	}
+}

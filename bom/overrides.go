@@ -2,16 +2,12 @@ package bom
 
 import (
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 )
 
 // OverridesRepoPath is the reviewed-overrides file, relative to the module root.
 const OverridesRepoPath = "bom/overrides.yaml"
-
-// DefaultOverridesPath is OverridesRepoPath with OS separators.
-func DefaultOverridesPath() string { return filepath.FromSlash(OverridesRepoPath) }
 
 // Override actions; see bom/overrides.yaml for what each means.
 const (

@@ -110,7 +110,6 @@ var (
 	nodeContainer = append(slices.Clone(podSpec), "containers", 0)
 )
 
-func pod(rest ...any) []any       { return append(slices.Clone(podSpec), rest...) }
 func container(rest ...any) []any { return append(slices.Clone(nodeContainer), rest...) }
 
 // serverOutcome is what a Strict, dry-run create on a real API server must do with a case; the

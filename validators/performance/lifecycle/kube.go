@@ -30,19 +30,6 @@ type KubeCluster struct {
 	Kube kubernetes.Interface
 }
 
-// NewKubeCluster builds a KubeCluster from a client configuration.
-func NewKubeCluster(cfg *rest.Config) (KubeCluster, error) {
-	crds, err := apiextensionsclient.NewForConfig(cfg)
-	if err != nil {
-		return KubeCluster{}, fmt.Errorf("building the apiextensions client: %w", err)
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return KubeCluster{}, fmt.Errorf("building the Kubernetes client: %w", err)
-	}
-	return KubeCluster{CRDs: crds, Kube: kube}, nil
-}
-
 // CRD implements Cluster. A CRD is ready when it is Established (its API is
 // served) and not being deleted: a terminating CRD is still there, so it
 // must not read as missing (the policy would install over it), yet the

@@ -29,6 +29,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/extract"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/imagefs"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/imagesource"
@@ -311,13 +312,7 @@ func report(size int64, r map[string]measurement) error {
 	return nil
 }
 
-func findRoot() (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	return extract.FindRoot(wd)
-}
+func findRoot() (string, error) { return cli.RepoRoot("") }
 
 // peakRSSKB reads this process's resident-set high-water mark. getrusage's
 // ru_maxrss survives execve, so in a spawned child it reports the parent's

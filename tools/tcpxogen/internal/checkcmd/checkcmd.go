@@ -5,8 +5,6 @@ package checkcmd
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/coupling"
@@ -28,7 +26,7 @@ func run(ctx context.Context, args []string, s cli.Streams) error {
 	fs := cli.NewFlags("check", "check [--root DIR] [--release]  |  check trainjob FILE", s)
 	root := fs.String("root", "", "repository root (default: found upwards from the working directory)")
 	release := fs.Bool("release", false, "also require provenance from the pinned image and every pinned digest to resolve in its registry")
-	cacheDir := fs.String("cache-dir", defaultCacheDir(), "blob cache re-extraction may read (the check never uses the network for it)")
+	cacheDir := fs.String("cache-dir", cli.DefaultCacheDir(), "blob cache re-extraction may read (the check never uses the network for it)")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -50,14 +48,4 @@ func run(ctx context.Context, args []string, s cli.Streams) error {
 		return errFailed
 	}
 	return nil
-}
-
-func defaultCacheDir() string {
-	if d := os.Getenv("TCPXOGEN_CACHE_DIR"); d != "" {
-		return d
-	}
-	if d, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(d, "tcpxogen")
-	}
-	return ""
 }

@@ -20,11 +20,8 @@ import (
 // would be lost; exit 2 when the file is not a TrainJob for it.
 func lintTrainJob(ctx context.Context, args []string, s cli.Streams) error {
 	fs := cli.NewFlags("check trainjob", "check trainjob FILE", s)
-	if err := fs.Parse(args); err != nil {
-		return cli.Parse(fs, args)
-	}
-	if fs.NArg() != 1 {
-		return cli.BadInput("name one TrainJob file: tcpxogen check trainjob FILE")
+	if err := cli.ParseArgs(fs, args, 1, "one TrainJob file: tcpxogen check trainjob FILE"); err != nil {
+		return err
 	}
 	data, err := os.ReadFile(fs.Arg(0))
 	if err != nil {

@@ -107,18 +107,26 @@ func NewFlags(name, synopsis string, s Streams) *pflag.FlagSet {
 	return fs
 }
 
-// Parse parses args; bad flags and stray arguments are usage errors.
-func Parse(fs *pflag.FlagSet, args []string) error {
+// Parse parses args of a command that takes no positional arguments; bad
+// flags and stray arguments are usage errors.
+func Parse(fs *pflag.FlagSet, args []string) error { return ParseArgs(fs, args, 0, "") }
+
+// ParseArgs parses args of a command that takes exactly n positional
+// arguments, described by what for the error message.
+func ParseArgs(fs *pflag.FlagSet, args []string, n int, what string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return err
 		}
 		return usageError{err}
 	}
-	if fs.NArg() > 0 {
+	switch {
+	case fs.NArg() == n:
+		return nil
+	case n == 0:
 		return BadInput("unexpected arguments %q", fs.Args())
 	}
-	return nil
+	return BadInput("want %s, got %d argument(s)", what, fs.NArg())
 }
 
 // isTerminal reports whether w is a terminal; progress is only for humans.

@@ -24,7 +24,7 @@ func runExtract(ctx context.Context, args []string, s Streams) error {
 	releasesPath := fs.String("releases", bom.ReleasesRepoPath, "published release pairs, relative to --root")
 	source := fs.String("source", "", "where to read the installer image: registry (the pinned reference), testdata (the bundled reconstruction), oci-layout:DIR, or a substitute REGISTRY/REPO@sha256:DIGEST; default: the source recorded in the existing generated file")
 	out := fs.String("out", "generated/tcpxo", "output package directory, relative to --root")
-	cacheDir := fs.String("cache-dir", defaultCacheDir(), "content-addressed blob cache (verified on read); empty disables it")
+	cacheDir := fs.String("cache-dir", DefaultCacheDir(), "content-addressed blob cache (verified on read); empty disables it")
 	libDir := fs.String("lib-dir", extract.DefaultLibDir, "NCCL_LIB_DIR the profiles are evaluated with")
 	lim := imagefs.DefaultLimits()
 	fs.Int64Var(&lim.MaxCompressedBytes, "max-read-bytes", lim.MaxCompressedBytes, "most layer bytes one scan may fetch")
@@ -101,7 +101,7 @@ func RepoRoot(flag string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return extract.FindRoot(wd)
+	return bom.FindRoot(wd)
 }
 
 func rel(root, p string) string {
@@ -111,8 +111,8 @@ func rel(root, p string) string {
 	return p
 }
 
-// defaultCacheDir honours TCPXOGEN_CACHE_DIR, then the user cache directory.
-func defaultCacheDir() string {
+// DefaultCacheDir honours TCPXOGEN_CACHE_DIR, then the user cache directory.
+func DefaultCacheDir() string {
 	if d := os.Getenv("TCPXOGEN_CACHE_DIR"); d != "" {
 		return d
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/extract"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/reconstruction"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/registrytest"
@@ -32,7 +33,7 @@ import (
 func repoRootForTest(t *testing.T) string {
 	t.Helper()
 	wd, _ := os.Getwd()
-	root, err := extract.FindRoot(wd)
+	root, err := bom.FindRoot(wd)
 	if err != nil {
 		t.Fatal(err)
 	}

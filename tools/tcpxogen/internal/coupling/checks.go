@@ -132,11 +132,8 @@ func walkContainers(v any, fn func(map[string]any, string)) {
 
 // repository strips the tag and digest from a reference.
 func repository(ref string) string {
-	base, _, _ := strings.Cut(ref, "@")
-	if i := strings.LastIndex(base, ":"); i > strings.LastIndex(base, "/") {
-		base = base[:i]
-	}
-	return base
+	repo, _, _ := bom.SplitReference(ref)
+	return repo
 }
 
 func checkImages(_ context.Context, t *Tree) Result {

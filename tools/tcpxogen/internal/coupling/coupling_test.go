@@ -25,7 +25,7 @@ import (
 func realRoot(t *testing.T) string {
 	t.Helper()
 	wd, _ := os.Getwd()
-	root, err := extract.FindRoot(wd)
+	root, err := bom.FindRoot(wd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +358,7 @@ func TestReleaseGate(t *testing.T) {
 // re-rendering included, on the real tree (make bom-check's work).
 func BenchmarkBOMCheck(b *testing.B) {
 	wd, _ := os.Getwd()
-	root, err := extract.FindRoot(wd)
+	root, err := bom.FindRoot(wd)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -47,6 +47,20 @@ func Parse(name string, src []byte) (*facts.Facts, error) {
 	return f, nil
 }
 
+// Constant returns one string constant of a generated file. It works on a
+// file too stale for Parse, which is what reading its recorded source needs.
+func Constant(name string, src []byte, constant string) (string, error) {
+	file, err := parser.ParseFile(token.NewFileSet(), name, src, parser.SkipObjectResolution)
+	if err != nil {
+		return "", fmt.Errorf("parse %s: %w", name, err)
+	}
+	p := &factParser{consts: map[string]ast.Expr{}, funcs: map[string]ast.Expr{}}
+	for _, decl := range file.Decls {
+		p.collect(decl)
+	}
+	return p.str(constant)
+}
+
 type factParser struct {
 	consts map[string]ast.Expr
 	funcs  map[string]ast.Expr // the returned expression

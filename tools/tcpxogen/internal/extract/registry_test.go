@@ -23,7 +23,7 @@ const syntheticBaseSize = 210 << 20
 func repoRoot(t *testing.T) string {
 	t.Helper()
 	wd, _ := os.Getwd()
-	root, err := FindRoot(wd)
+	root, err := bom.FindRoot(wd)
 	if err != nil {
 		t.Fatal(err)
 	}

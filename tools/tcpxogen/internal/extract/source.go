@@ -2,14 +2,10 @@ package extract
 
 import (
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"os"
-	"strconv"
 	"strings"
 
-	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/emit"
 )
 
 // Source kinds a --source value can name.
@@ -60,38 +56,9 @@ func RecordedSource(generatedFile string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read recorded provenance: %w", err)
 	}
-	f, err := parser.ParseFile(token.NewFileSet(), generatedFile, src, parser.SkipObjectResolution)
+	source, err := emit.Constant(generatedFile, src, "ProvenanceSource")
 	if err != nil {
-		return "", fmt.Errorf("read recorded provenance from %s: %w (restore it with git checkout, or pass --source)", generatedFile, err)
+		return "", fmt.Errorf("read recorded provenance: %w (restore the file with git checkout, or pass --source)", err)
 	}
-	for _, decl := range f.Decls {
-		if v, ok := constString(decl, "ProvenanceSource"); ok {
-			return v, nil
-		}
-	}
-	return "", fmt.Errorf("%s has no ProvenanceSource constant: pass --source explicitly", generatedFile)
+	return source, nil
 }
-
-func constString(decl ast.Decl, name string) (string, bool) {
-	gd, ok := decl.(*ast.GenDecl)
-	if !ok || gd.Tok != token.CONST {
-		return "", false
-	}
-	for _, spec := range gd.Specs {
-		vs := spec.(*ast.ValueSpec)
-		for i, n := range vs.Names {
-			if n.Name != name || i >= len(vs.Values) {
-				continue
-			}
-			if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-				if s, err := strconv.Unquote(lit.Value); err == nil {
-					return s, true
-				}
-			}
-		}
-	}
-	return "", false
-}
-
-// FindRoot walks up from dir to the checkout's root; see bom.FindRoot.
-func FindRoot(dir string) (string, error) { return bom.FindRoot(dir) }

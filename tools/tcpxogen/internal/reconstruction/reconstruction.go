@@ -15,10 +15,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -244,10 +242,4 @@ func LayerFromEntries(entries []Entry) (v1.Layer, error) {
 		return nil, err
 	}
 	return layerFromTar(buf.Bytes(), gzip.BestCompression)
-}
-
-// Installer is the source tree directory of an installer version below
-// root (the repository's testdata/installer).
-func Installer(root, version string) string {
-	return filepath.Join(root, path.Clean("/" + strings.TrimSpace(version))[1:])
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/tcpxogen/tcpxogen/bom"
 )
 
 // imageRef is a container image reference split into the parts a pkg:oci
@@ -39,7 +41,7 @@ func parseImageRef(ref string) (imageRef, error) {
 			return imageRef{}, fmt.Errorf("image %q: digest %q is not sha256:<64 lowercase hex>, which a pkg:oci purl requires", ref, dig)
 		}
 	}
-	repoPart, tag := splitTag(base)
+	repoPart, tag, _ := bom.SplitReference(base)
 	if tag != "" {
 		if _, err := name.NewTag(base); err != nil {
 			return imageRef{}, fmt.Errorf("image %q: %w", ref, err)
@@ -54,16 +56,6 @@ func parseImageRef(ref string) (imageRef, error) {
 		registry = dockerHub
 	}
 	return imageRef{literal: ref, registry: registry, repository: repo.RepositoryStr(), tag: tag, digest: dig}, nil
-}
-
-// splitTag splits repo:tag by go-containerregistry's rule: the last ':' is a
-// tag separator only when no '/' follows it, so registry:port/repo has no tag.
-func splitTag(base string) (repo, tag string) {
-	i := strings.LastIndexByte(base, ':')
-	if i < 0 || strings.Contains(base[i+1:], "/") {
-		return base, ""
-	}
-	return base[:i], base[i+1:]
 }
 
 // location is registry/repository, the repository_url of the purl.
