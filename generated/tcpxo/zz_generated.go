@@ -32,13 +32,51 @@ const (
 	// LibDir is NCCL_LIB_DIR as a workload pod sees the installed plugin.
 	LibDir = "/usr/local/nvidia/lib64"
 
-	// EntryScriptPresent says whether /scripts/container_entry.sh exists in the image.
-	EntryScriptPresent = true
-
 	// PluginFilesComplete says whether the scan proved PluginFiles complete (it
 	// usually does not: proving it means reading the multi-GB base layers).
 	PluginFilesComplete = false
+
+	// CUDAVersion is CUDA_VERSION from the installer image config. The plugin loads
+	// libcudart of this major from the workload image: the worker image must match it.
+	CUDAVersion = "12.8.0"
+
+	// SSHDPort is the port the installer image's sshd_config makes sshd listen on;
+	// the benchmark runs from this image and its launcher dials this port.
+	SSHDPort = 222
+
+	// AllReducePerfMPI is the MPI build of nccl-tests all_reduce_perf in the installer image.
+	AllReducePerfMPI = "/third_party/nccl-tests-mpi/build/all_reduce_perf"
+
+	// DaemonEntryScript is the script the tcpxo-daemon image's entrypoint runs.
+	DaemonEntryScript = "/fts/entrypoint_rxdm_container.sh"
+
+	// DaemonEntryScriptMode is that script's permission bits in the daemon image; without
+	// an exec bit the script runs only through its interpreter.
+	DaemonEntryScriptMode = 0o644
 )
+
+// InstallerEntrypoint returns the installer image config's entrypoint.
+func InstallerEntrypoint() []string {
+	return []string{
+		"/scripts/container_entry.sh",
+	}
+}
+
+// DaemonEntrypoint returns the tcpxo-daemon image config's entrypoint: the pod command that runs
+// DaemonEntryScript whatever its mode.
+func DaemonEntrypoint() []string {
+	return []string{
+		"bash",
+		"/fts/entrypoint_rxdm_container.sh",
+	}
+}
+
+// Scripts returns the installer scripts the components run, each verified present in the image.
+func Scripts() []string {
+	return []string{
+		"/scripts/container_entry.sh",
+	}
+}
 
 // DefaultProfile returns the variables nccl-env-profile.sh exports, in order. Each call returns a fresh slice.
 func DefaultProfile() []EnvVar {
@@ -299,10 +337,10 @@ const (
 	ProvenanceKind = "testdata"
 
 	// ProvenanceRead is the image actually read.
-	ProvenanceRead = "testdata/installer/v1.0.15@sha256:209b4b41bc3a5b99f1bc516c45191c47978f291ae1cf30f1eeea1a0ff2a1fda0"
+	ProvenanceRead = "testdata/installer/v1.0.15@sha256:39f695b3f5f5348ef6eec2f34a8e229db77c0b880c4ef9a4c70f9a9e6410b565"
 
 	// ProvenanceDigest is the manifest digest actually read.
-	ProvenanceDigest = "sha256:209b4b41bc3a5b99f1bc516c45191c47978f291ae1cf30f1eeea1a0ff2a1fda0"
+	ProvenanceDigest = "sha256:39f695b3f5f5348ef6eec2f34a8e229db77c0b880c4ef9a4c70f9a9e6410b565"
 
 	// ProvenanceSubstituted is true when the image read is not the pinned one;
 	// make release-check refuses such data.
@@ -313,4 +351,25 @@ const (
 
 	// ProvenanceSimpleProfileSHA256 is the sha256 of nccl-env-profile-simple.sh as read.
 	ProvenanceSimpleProfileSHA256 = "16eaaca538b8156872e13023ecf4a2c727c67de6b0193516a67348cf42d3b10a"
+)
+
+// Daemon provenance: what was pinned and read for the tcpxo-daemon image facts.
+const (
+	// DaemonProvenancePinned is the daemon reference bom/bom.yaml pins.
+	DaemonProvenancePinned = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.21@sha256:8d9e10fd589a34ab8a0aa64f7e70ad075c8f1c69bea176350f8d211367697e3d"
+
+	// DaemonProvenanceSource is the --daemon-source that reproduces the daemon facts.
+	DaemonProvenanceSource = "testdata"
+
+	// DaemonProvenanceKind is how the daemon image was obtained.
+	DaemonProvenanceKind = "testdata"
+
+	// DaemonProvenanceRead is the daemon image actually read.
+	DaemonProvenanceRead = "testdata/daemon/v1.0.21@sha256:75ab7add4a5c24b18f524a0fa17d43c9a86a271b44092fcdfd11fc092500f94b"
+
+	// DaemonProvenanceDigest is the daemon manifest digest actually read.
+	DaemonProvenanceDigest = "sha256:75ab7add4a5c24b18f524a0fa17d43c9a86a271b44092fcdfd11fc092500f94b"
+
+	// DaemonProvenanceSubstituted is true when the daemon image read is not the pinned one.
+	DaemonProvenanceSubstituted = true
 )

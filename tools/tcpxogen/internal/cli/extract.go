@@ -23,6 +23,7 @@ func runExtract(ctx context.Context, args []string, s Streams) error {
 	bomPath := fs.String("bom", bom.RepoPath, "bill of materials, relative to --root")
 	releasesPath := fs.String("releases", bom.ReleasesRepoPath, "published release pairs, relative to --root")
 	source := fs.String("source", "", "where to read the installer image: registry (the pinned reference), testdata (the bundled reconstruction), oci-layout:DIR, or a substitute REGISTRY/REPO@sha256:DIGEST; default: the source recorded in the existing generated file")
+	daemonSource := fs.String("daemon-source", "", "where to read the tcpxo-daemon image, same forms as --source; default: the recorded daemon source, else testdata when --source is testdata, else registry")
 	out := fs.String("out", "generated/tcpxo", "output package directory, relative to --root")
 	cacheDir := fs.String("cache-dir", DefaultCacheDir(), "content-addressed blob cache (verified on read); empty disables it")
 	libDir := fs.String("lib-dir", extract.DefaultLibDir, "NCCL_LIB_DIR the profiles are evaluated with")
@@ -47,7 +48,11 @@ func runExtract(ctx context.Context, args []string, s Streams) error {
 	if err != nil {
 		return BadInput("%w", err)
 	}
-	cfg := extract.Config{Root: r, BOM: b, Source: spec, CacheDir: *cacheDir, LibDir: *libDir, Limits: lim}
+	dspec, err := daemonSourceSpec(*daemonSource, target, spec)
+	if err != nil {
+		return BadInput("%w", err)
+	}
+	cfg := extract.Config{Root: r, BOM: b, Source: spec, DaemonSource: dspec, CacheDir: *cacheDir, LibDir: *libDir, Limits: lim}
 	if isTerminal(s.Err) {
 		cfg.Progress = s.Err
 	}
@@ -68,9 +73,11 @@ func runExtract(ctx context.Context, args []string, s Streams) error {
 	if len(changed) > 0 {
 		state = "written"
 	}
-	fmt.Fprintf(s.Err, "extract: installer %s read from %s (%s, %s): %d+%d profile variables, NCCL %s; %d of %d layers, %d bytes read; %s %s\n",
+	d := res.Facts.DaemonProvenance
+	fmt.Fprintf(s.Err, "extract: installer %s read from %s (%s, %s): %d+%d profile variables, NCCL %s, CUDA %s, sshd port %d; %d of %d layers, %d bytes read; daemon %s read from %s (%s); %s %s\n",
 		res.Facts.PluginVersion, p.Read, p.Kind, substituted(p.Substituted), len(res.Facts.DefaultProfile), len(res.Facts.SimpleProfile),
-		res.Facts.NCCLVersion, res.Scan.LayersRead, res.Scan.LayersTotal, res.Scan.CompressedBytes, rel(r, target), state)
+		res.Facts.NCCLVersion, res.Facts.CUDAVersion, res.Facts.SSHDPort, res.Scan.LayersRead, res.Scan.LayersTotal, res.Scan.CompressedBytes,
+		b.Images.Daemon.Version, d.Read, substituted(d.Substituted), rel(r, target), state)
 	return nil
 }
 
@@ -83,6 +90,26 @@ func sourceSpec(flag, generated string) (extract.SourceSpec, error) {
 		flag = recorded
 	}
 	return extract.ParseSource(flag)
+}
+
+// daemonSourceSpec resolves --daemon-source: the flag, else the recorded
+// source, else the default that follows the installer's source.
+func daemonSourceSpec(flag, generated string, installer extract.SourceSpec) (extract.SourceSpec, error) {
+	if flag == "" {
+		recorded, err := extract.RecordedDaemonSource(generated)
+		if err != nil {
+			return extract.SourceSpec{}, err
+		}
+		if recorded == "" {
+			return extract.DefaultDaemonSource(installer), nil
+		}
+		flag = recorded
+	}
+	spec, err := extract.ParseSource(flag)
+	if err != nil {
+		return spec, fmt.Errorf("--daemon-source: %w", err)
+	}
+	return spec, nil
 }
 
 func substituted(b bool) string {

@@ -280,7 +280,12 @@ func tamperManifest(t *testing.T, dir string, img v1.Image) {
 
 func TestExtractRefusesHostileImages(t *testing.T) {
 	real := repoRootForTest(t)
-	base, err := reconstruction.TreeLayers(filepath.Join(real, extract.TestdataDir, "v1.0.15"))
+	tree := filepath.Join(real, extract.TestdataDir, "v1.0.15")
+	base, err := reconstruction.TreeLayers(tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := reconstruction.LoadConfig(tree)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +297,7 @@ func TestExtractRefusesHostileImages(t *testing.T) {
 			if hc.top != nil {
 				layers = append(layers, hc.top(t)...)
 			}
-			img, err := reconstruction.Image(layers...)
+			img, err := reconstruction.Image(cfg, layers...)
 			if err != nil {
 				t.Fatal(err)
 			}

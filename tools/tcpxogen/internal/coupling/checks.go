@@ -402,12 +402,16 @@ func checkReproducible(ctx context.Context, t *Tree) Result {
 	if err != nil {
 		return fail(files, regenerate, "recorded source: %v", err)
 	}
+	dspec, err := extract.ParseSource(t.Generated.DaemonProvenance.Source)
+	if err != nil {
+		return fail(files, regenerate, "recorded daemon source: %v", err)
+	}
 	var transport http.RoundTripper = offline{}
 	if t.Options.Transport != nil {
 		transport = t.Options.Transport
 	}
 	var stats imagesource.Stats
-	res, err := extract.Run(ctx, extract.Config{Root: t.Root, BOM: t.BOM, Source: spec, CacheDir: t.Options.CacheDir, LibDir: t.Generated.LibDir, Transport: transport, Stats: &stats})
+	res, err := extract.Run(ctx, extract.Config{Root: t.Root, BOM: t.BOM, Source: spec, DaemonSource: dspec, CacheDir: t.Options.CacheDir, LibDir: t.Generated.LibDir, Transport: transport, Stats: &stats})
 	if err != nil {
 		return fail(files, regenerate, "re-extract from %s: %v", spec.Raw, err)
 	}

@@ -39,17 +39,28 @@ func Go(pkg string, f *facts.Facts) ([]byte, error) {
 		constDef("DaemonVersion", f.DaemonVersion, "DaemonVersion is the tcpxo-daemon tag."),
 		constDef("NCCLVersion", f.NCCLVersion, "NCCLVersion is the NCCL core the installer ships, from the libnccl.so.X.Y.Z it resolves to."),
 		constDef("LibDir", f.LibDir, "LibDir is NCCL_LIB_DIR as a workload pod sees the installed plugin."),
-		constDef("EntryScriptPresent", f.EntryScriptPresent, "EntryScriptPresent says whether /scripts/container_entry.sh exists in the image."),
 		constDef("PluginFilesComplete", f.PluginFilesComplete, "PluginFilesComplete says whether the scan proved PluginFiles complete (it",
 			"usually does not: proving it means reading the multi-GB base layers)."),
+		constDef("CUDAVersion", f.CUDAVersion, "CUDAVersion is CUDA_VERSION from the installer image config. The plugin loads",
+			"libcudart of this major from the workload image: the worker image must match it."),
+		constDef("SSHDPort", f.SSHDPort, "SSHDPort is the port the installer image's sshd_config makes sshd listen on;",
+			"the benchmark runs from this image and its launcher dials this port."),
+		constDef("AllReducePerfMPI", f.AllReducePerfMPI, "AllReducePerfMPI is the MPI build of nccl-tests all_reduce_perf in the installer image."),
+		constDef("DaemonEntryScript", f.DaemonEntryScript, "DaemonEntryScript is the script the tcpxo-daemon image's entrypoint runs."),
+		jen.Comment("DaemonEntryScriptMode is that script's permission bits in the daemon image; without").Line().
+			Comment("an exec bit the script runs only through its interpreter.").Line().
+			Id("DaemonEntryScriptMode").Op("=").Op(fmt.Sprintf("0o%03o", f.DaemonEntryScriptMode)),
 	)...)
 	file.Line()
+	stringsFunc(file, "InstallerEntrypoint", "the installer image config's entrypoint", f.InstallerEntrypoint)
+	stringsFunc(file, "DaemonEntrypoint", "the tcpxo-daemon image config's entrypoint: the pod command that runs\nDaemonEntryScript whatever its mode", f.DaemonEntrypoint)
+	stringsFunc(file, "Scripts", "the installer scripts the components run, each verified present in the image", f.Scripts)
 	envFunc(file, "DefaultProfile", "the variables nccl-env-profile.sh exports, in order", f.DefaultProfile)
 	envFunc(file, "SimpleProfile", "the variables nccl-env-profile-simple.sh exports, in order", f.SimpleProfile)
 	stringsFunc(file, "PluginFiles", "the files seen under /plugins in the layers read", f.PluginFiles)
 	stringsFunc(file, "RefusedCommands", "the external commands the profile sandbox refused, as\n\"profile: command (line N)\": the NIC discovery a non-privileged pod cannot do either", f.Refused)
 	stringsFunc(file, "NormalizedVariables", "the variables whose empty list elements were dropped", f.Normalized)
-	provenance(file, f.Provenance)
+	provenance(file, f.Provenance, f.DaemonProvenance)
 
 	var buf bytes.Buffer
 	if err := file.Render(&buf); err != nil {
@@ -116,7 +127,7 @@ func stringsFunc(file *jen.File, name, what string, vals []string) {
 	file.Line()
 }
 
-func provenance(file *jen.File, p facts.Provenance) {
+func provenance(file *jen.File, p facts.Provenance, d facts.ImageProvenance) {
 	file.Comment("Provenance: what was pinned and what was actually read to produce this file.")
 	file.Const().Defs(spaced(
 		constDef("ProvenancePinned", p.Pinned, "ProvenancePinned is the installer reference bom/bom.yaml pins."),
@@ -128,5 +139,15 @@ func provenance(file *jen.File, p facts.Provenance) {
 			"make release-check refuses such data."),
 		constDef("ProvenanceDefaultProfileSHA256", p.DefaultProfileSHA256, "ProvenanceDefaultProfileSHA256 is the sha256 of nccl-env-profile.sh as read."),
 		constDef("ProvenanceSimpleProfileSHA256", p.SimpleProfileSHA256, "ProvenanceSimpleProfileSHA256 is the sha256 of nccl-env-profile-simple.sh as read."),
+	)...)
+	file.Line()
+	file.Comment("Daemon provenance: what was pinned and read for the tcpxo-daemon image facts.")
+	file.Const().Defs(spaced(
+		constDef("DaemonProvenancePinned", d.Pinned, "DaemonProvenancePinned is the daemon reference bom/bom.yaml pins."),
+		constDef("DaemonProvenanceSource", d.Source, "DaemonProvenanceSource is the --daemon-source that reproduces the daemon facts."),
+		constDef("DaemonProvenanceKind", d.Kind, "DaemonProvenanceKind is how the daemon image was obtained."),
+		constDef("DaemonProvenanceRead", d.Read, "DaemonProvenanceRead is the daemon image actually read."),
+		constDef("DaemonProvenanceDigest", d.Digest, "DaemonProvenanceDigest is the daemon manifest digest actually read."),
+		constDef("DaemonProvenanceSubstituted", d.Substituted, "DaemonProvenanceSubstituted is true when the daemon image read is not the pinned one."),
 	)...)
 }

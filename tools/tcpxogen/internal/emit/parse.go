@@ -39,7 +39,13 @@ func Parse(name string, src []byte) (*facts.Facts, error) {
 	if f.SimpleProfile, err = p.env("SimpleProfile"); err != nil {
 		return nil, err
 	}
-	for name, dst := range map[string]*[]string{"PluginFiles": &f.PluginFiles, "RefusedCommands": &f.Refused, "NormalizedVariables": &f.Normalized} {
+	for name, dst := range map[string]*int{"SSHDPort": &f.SSHDPort, "DaemonEntryScriptMode": &f.DaemonEntryScriptMode} {
+		if *dst, err = p.integer(name); err != nil {
+			return nil, err
+		}
+	}
+	for name, dst := range map[string]*[]string{"PluginFiles": &f.PluginFiles, "RefusedCommands": &f.Refused, "NormalizedVariables": &f.Normalized,
+		"InstallerEntrypoint": &f.InstallerEntrypoint, "DaemonEntrypoint": &f.DaemonEntrypoint, "Scripts": &f.Scripts} {
 		if *dst, err = p.strings(name); err != nil {
 			return nil, err
 		}
@@ -73,11 +79,15 @@ func (p *factParser) stringFields(f *facts.Facts) map[string]*string {
 		"ProvenancePinned": &f.Provenance.Pinned, "ProvenanceSource": &f.Provenance.Source, "ProvenanceKind": &f.Provenance.Kind,
 		"ProvenanceRead": &f.Provenance.Read, "ProvenanceDigest": &f.Provenance.Digest,
 		"ProvenanceDefaultProfileSHA256": &f.Provenance.DefaultProfileSHA256, "ProvenanceSimpleProfileSHA256": &f.Provenance.SimpleProfileSHA256,
+		"CUDAVersion": &f.CUDAVersion, "AllReducePerfMPI": &f.AllReducePerfMPI, "DaemonEntryScript": &f.DaemonEntryScript,
+		"DaemonProvenancePinned": &f.DaemonProvenance.Pinned, "DaemonProvenanceSource": &f.DaemonProvenance.Source, "DaemonProvenanceKind": &f.DaemonProvenance.Kind,
+		"DaemonProvenanceRead": &f.DaemonProvenance.Read, "DaemonProvenanceDigest": &f.DaemonProvenance.Digest,
 	}
 }
 
 func (p *factParser) boolFields(f *facts.Facts) map[string]*bool {
-	return map[string]*bool{"EntryScriptPresent": &f.EntryScriptPresent, "PluginFilesComplete": &f.PluginFilesComplete, "ProvenanceSubstituted": &f.Provenance.Substituted}
+	return map[string]*bool{"PluginFilesComplete": &f.PluginFilesComplete, "ProvenanceSubstituted": &f.Provenance.Substituted,
+		"DaemonProvenanceSubstituted": &f.DaemonProvenance.Substituted}
 }
 
 func (p *factParser) collect(decl ast.Decl) {
@@ -109,6 +119,18 @@ func (p *factParser) str(name string) (string, error) {
 		return "", fmt.Errorf("generated file: constant %s is missing or not a string literal (regenerate with go generate ./...)", name)
 	}
 	return strconv.Unquote(lit.Value)
+}
+
+func (p *factParser) integer(name string) (int, error) {
+	lit, ok := p.consts[name].(*ast.BasicLit)
+	if !ok || lit.Kind != token.INT {
+		return 0, fmt.Errorf("generated file: constant %s is missing or not an integer literal (regenerate with go generate ./...)", name)
+	}
+	n, err := strconv.ParseInt(lit.Value, 0, 64)
+	if err != nil {
+		return 0, fmt.Errorf("generated file: constant %s: %w", name, err)
+	}
+	return int(n), nil
 }
 
 func (p *factParser) boolean(name string) (bool, error) {

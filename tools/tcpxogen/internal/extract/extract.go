@@ -48,13 +48,16 @@ const (
 
 // Config is one extraction.
 type Config struct {
-	Root     string // repository root; testdata and relative paths resolve here
-	BOM      *bom.BOM
-	Source   SourceSpec
-	CacheDir string // "" disables the local cache
-	LibDir   string // NCCL_LIB_DIR for profile evaluation; default DefaultLibDir
-	Limits   imagefs.Limits
-	Progress io.Writer // nil: quiet
+	Root   string // repository root; testdata and relative paths resolve here
+	BOM    *bom.BOM
+	Source SourceSpec
+	// DaemonSource is where the tcpxo-daemon image is read; its kinds are
+	// those of Source, and a substitute or layout stands for the BOM's daemon.
+	DaemonSource SourceSpec
+	CacheDir     string // "" disables the local cache
+	LibDir       string // NCCL_LIB_DIR for profile evaluation; default DefaultLibDir
+	Limits       imagefs.Limits
+	Progress     io.Writer // nil: quiet
 
 	Transport http.RoundTripper  // nil: default transport
 	Stats     *imagesource.Stats // optional network counters
@@ -70,6 +73,9 @@ type Result struct {
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.LibDir == "" {
 		cfg.LibDir = DefaultLibDir
+	}
+	if cfg.DaemonSource.Kind == "" {
+		cfg.DaemonSource = DefaultDaemonSource(cfg.Source)
 	}
 	src, err := openSource(cfg)
 	if err != nil {
@@ -91,8 +97,26 @@ func run(ctx context.Context, cfg Config, src imagesource.Source) (*Result, erro
 	if err != nil {
 		return nil, err
 	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("read installer image config: %w", err)
+	}
+	if err := installerFacts(cf, scan, f); err != nil {
+		return nil, fmt.Errorf("installer %s: %w", cfg.BOM.Images.Installer.Version, err)
+	}
 	if err := checkReferencedFiles(ctx, cfg, img, f, scan); err != nil {
 		return nil, err
+	}
+	dsrc, err := openImage(cfg, cfg.DaemonSource, cfg.BOM.Images.Daemon.Reference, DaemonTestdataDir, cfg.BOM.Images.Daemon.Version)
+	if err != nil {
+		return nil, err
+	}
+	if err := daemonFacts(ctx, cfg, dsrc, f); err != nil {
+		return nil, err
+	}
+	f.DaemonProvenance.Source = cfg.DaemonSource.Raw
+	if cfg.DaemonSource.Kind == SourceOCILayout {
+		f.DaemonProvenance.Read = cfg.DaemonSource.Arg + "@" + f.DaemonProvenance.Digest
 	}
 	p := src.Describe()
 	f.Provenance.Pinned = cfg.BOM.Images.Installer.Reference
@@ -107,11 +131,16 @@ func run(ctx context.Context, cfg Config, src imagesource.Source) (*Result, erro
 }
 
 func openSource(cfg Config) (imagesource.Source, error) {
-	pinned := cfg.BOM.Images.Installer.Reference
+	return openImage(cfg, cfg.Source, cfg.BOM.Images.Installer.Reference, TestdataDir, cfg.BOM.Images.Installer.Version)
+}
+
+// openImage opens the image pinned as pinned from spec; a testdata spec
+// builds the reconstruction under testdataDir/version.
+func openImage(cfg Config, spec SourceSpec, pinned, testdataDir, version string) (imagesource.Source, error) {
 	opts := []imagesource.Option{}
 	// Only network sources are cached: a layout is already local, and
 	// copying it would only add a second place for bytes to rot.
-	if remote := cfg.Source.Kind == SourceRegistry || cfg.Source.Kind == SourceSubstitute; remote && cfg.CacheDir != "" {
+	if remote := spec.Kind == SourceRegistry || spec.Kind == SourceSubstitute; remote && cfg.CacheDir != "" {
 		opts = append(opts, imagesource.WithCache(cfg.CacheDir))
 	}
 	if cfg.Transport != nil {
@@ -120,17 +149,17 @@ func openSource(cfg Config) (imagesource.Source, error) {
 	if cfg.Stats != nil {
 		opts = append(opts, imagesource.WithStats(cfg.Stats))
 	}
-	switch cfg.Source.Kind {
+	switch spec.Kind {
 	case SourceRegistry:
 		return imagesource.Registry(pinned, opts...)
 	case SourceSubstitute:
-		return imagesource.Substitute(pinned, cfg.Source.Arg, opts...)
+		return imagesource.Substitute(pinned, spec.Arg, opts...)
 	case SourceOCILayout:
-		return imagesource.Layout(pinned, resolve(cfg.Root, cfg.Source.Arg), "", opts...)
+		return imagesource.Layout(pinned, resolve(cfg.Root, spec.Arg), "", opts...)
 	case SourceTestdata:
-		return testdataSource(cfg)
+		return testdataSource(cfg.Root, pinned, testdataDir, version)
 	}
-	return nil, fmt.Errorf("unknown source kind %q", cfg.Source.Kind)
+	return nil, fmt.Errorf("unknown source kind %q", spec.Kind)
 }
 
 func resolve(root, p string) string {
@@ -140,14 +169,13 @@ func resolve(root, p string) string {
 	return filepath.Join(root, p)
 }
 
-// testdataSource builds the bundled reconstruction for the BOM's installer
-// version. It is a substitute by construction, and provenance says so.
-func testdataSource(cfg Config) (imagesource.Source, error) {
-	version := cfg.BOM.Images.Installer.Version
-	rel := path.Join(TestdataDir, version)
-	dir := filepath.Join(cfg.Root, filepath.FromSlash(rel))
+// testdataSource builds the bundled reconstruction of version under
+// testdataDir. It is a substitute by construction, and provenance says so.
+func testdataSource(root, pinned, testdataDir, version string) (imagesource.Source, error) {
+	rel := path.Join(testdataDir, version)
+	dir := filepath.Join(root, filepath.FromSlash(rel))
 	if _, err := os.Stat(dir); err != nil {
-		return nil, fmt.Errorf("no reconstruction of installer %s at %s: add one, or extract from the real image with --source registry", version, rel)
+		return nil, fmt.Errorf("no reconstruction of %s at %s: add one, or extract from the real image with --source registry", version, rel)
 	}
 	img, err := reconstruction.Build(dir)
 	if err != nil {
@@ -157,7 +185,7 @@ func testdataSource(cfg Config) (imagesource.Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("digest reconstruction %s: %w", rel, err)
 	}
-	return imagesource.FromImage(cfg.BOM.Images.Installer.Reference, SourceTestdata, rel+"@"+d.String(), img), nil
+	return imagesource.FromImage(pinned, SourceTestdata, rel+"@"+d.String(), img), nil
 }
 
 func scanImage(ctx context.Context, cfg Config, img v1.Image) (*imagefs.Result, error) {
@@ -171,11 +199,7 @@ func scanImage(ctx context.Context, cfg Config, img v1.Image) (*imagefs.Result, 
 	switch {
 	case err == nil:
 		return res, nil
-	case errors.As(err, &missing) && slices.Equal(missing.Paths, []string{EntryScriptPath}):
-		// The entry script is a fact to record, not something extraction
-		// needs; its absence shows up as EntryScriptPresent = false.
-		return res, nil
-	case missing != nil:
+	case errors.As(err, &missing):
 		return nil, fmt.Errorf("installer %s does not have the expected layout: %w (tcpxogen reads the v1.0.15 layout; a moved or renamed script needs a tcpxogen change)", cfg.BOM.Images.Installer.Version, err)
 	}
 	return nil, fmt.Errorf("read installer image: %w", err)
@@ -189,6 +213,8 @@ func Wants() []imagefs.Want {
 		{Path: SimpleProfilePath, Content: true},
 		{Path: EntryScriptPath},
 		{Path: NCCLLibPath},
+		{Path: SSHDConfigPath, Content: true},
+		{Path: AllReducePerfMPIPath},
 	}
 }
 
@@ -201,13 +227,12 @@ func assemble(ctx context.Context, cfg Config, scan *imagefs.Result) (*facts.Fac
 		return nil, fmt.Errorf("%s resolves to %s, which is not libnccl.so.X.Y.Z: cannot tell the NCCL version", NCCLLibPath, lib.Resolved)
 	}
 	f := &facts.Facts{
-		PluginVersion:      cfg.BOM.Images.Installer.Version,
-		InstallerImage:     cfg.BOM.Images.Installer.Reference,
-		DaemonImage:        cfg.BOM.Images.Daemon.Reference,
-		DaemonVersion:      cfg.BOM.Images.Daemon.Version,
-		NCCLVersion:        m[1],
-		LibDir:             cfg.LibDir,
-		EntryScriptPresent: scan.Files[EntryScriptPath] != nil,
+		PluginVersion:  cfg.BOM.Images.Installer.Version,
+		InstallerImage: cfg.BOM.Images.Installer.Reference,
+		DaemonImage:    cfg.BOM.Images.Daemon.Reference,
+		DaemonVersion:  cfg.BOM.Images.Daemon.Version,
+		NCCLVersion:    m[1],
+		LibDir:         cfg.LibDir,
 	}
 	listing := scan.Listings[PluginDir]
 	f.PluginFiles, f.PluginFilesComplete = append([]string(nil), listing.Entries...), listing.Complete

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/imagesource"
@@ -77,7 +78,12 @@ func TestReferencedPluginFiles(t *testing.T) {
 // imageWithTop builds the v1.0.15 reconstruction with extra layers on top.
 func imageWithTop(t *testing.T, top ...reconstruction.Entry) v1.Image {
 	t.Helper()
-	layers, err := reconstruction.TreeLayers(filepath.Join(repoRoot(t), TestdataDir, "v1.0.15"))
+	tree := filepath.Join(repoRoot(t), TestdataDir, "v1.0.15")
+	layers, err := reconstruction.TreeLayers(tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := reconstruction.LoadConfig(tree)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +94,7 @@ func imageWithTop(t *testing.T, top ...reconstruction.Entry) v1.Image {
 		}
 		layers = append(layers, l)
 	}
-	img, err := reconstruction.Image(layers...)
+	img, err := reconstruction.Image(cfg, layers...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +105,8 @@ func runOn(t *testing.T, img v1.Image) (*Result, error) {
 	t.Helper()
 	root := repoRoot(t)
 	b := loadBOM(t, root)
-	cfg := Config{Root: root, BOM: b, LibDir: DefaultLibDir, Source: SourceSpec{Kind: SourceTestdata, Raw: SourceTestdata}}
+	td := SourceSpec{Kind: SourceTestdata, Raw: SourceTestdata}
+	cfg := Config{Root: root, BOM: b, LibDir: DefaultLibDir, Source: td, DaemonSource: td}
 	src := imagesource.FromImage(b.Images.Installer.Reference, imagesource.KindTestdata, "test", img)
 	return run(context.Background(), cfg, src)
 }
@@ -112,18 +119,82 @@ func TestReferencedFileMissingFails(t *testing.T) {
 	}
 }
 
-func TestEntryScriptIsOptional(t *testing.T) {
-	img := imageWithTop(t, reconstruction.Entry{Name: "scripts/.wh.container_entry.sh", Type: tar.TypeReg})
-	res, err := runOn(t, img)
+// TestImageFactsComeFromTheImage changes each fact in a layer on top of the
+// reconstruction and expects extraction to report the image's value, not a
+// transcribed one.
+func TestImageFactsComeFromTheImage(t *testing.T) {
+	res, err := runOn(t, imageWithTop(t, reconstruction.Entry{Name: "etc/ssh/sshd_config", Type: tar.TypeReg, Body: []byte("# edited\nPort 2222\n")}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Facts.EntryScriptPresent {
-		t.Fatal("a whited-out entry script reported present")
+	if res.Facts.SSHDPort != 2222 {
+		t.Errorf("sshd port = %d, want 2222 from the top layer's sshd_config", res.Facts.SSHDPort)
 	}
-	res, err = runOn(t, imageWithTop(t))
-	if err != nil || !res.Facts.EntryScriptPresent {
-		t.Fatalf("entry script of the reconstruction not found: %v", err)
+	if res.Facts.AllReducePerfMPI != AllReducePerfMPIPath || res.Facts.CUDAVersion != "12.8.0" {
+		t.Errorf("all_reduce_perf %q, CUDA %q", res.Facts.AllReducePerfMPI, res.Facts.CUDAVersion)
+	}
+	if want := []string{"bash", "/fts/entrypoint_rxdm_container.sh"}; !slices.Equal(res.Facts.DaemonEntrypoint, want) || res.Facts.DaemonEntryScriptMode != 0o644 {
+		t.Errorf("daemon entrypoint %q mode %o, want %q mode 0644 (the daemon reconstruction's)", res.Facts.DaemonEntrypoint, res.Facts.DaemonEntryScriptMode, want)
+	}
+
+	img, err := mutate.Config(imageWithTop(t), v1.Config{Entrypoint: []string{EntryScriptPath}, Env: []string{"CUDA_VERSION=13.2.0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err = runOn(t, img); err != nil || res.Facts.CUDAVersion != "13.2.0" {
+		t.Fatalf("CUDA version from the config: %v, %+v", err, res)
+	}
+}
+
+// TestMissingImageFactsAreNamedErrors: a fact the image does not carry is an
+// extraction error naming it, never a default.
+func TestMissingImageFactsAreNamedErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		top  []reconstruction.Entry
+		cfg  *v1.Config
+		want string
+	}{
+		{name: "entry script", top: []reconstruction.Entry{{Name: "scripts/.wh.container_entry.sh", Type: tar.TypeReg}}, want: EntryScriptPath},
+		{name: "MPI all_reduce_perf", top: []reconstruction.Entry{{Name: "third_party/nccl-tests-mpi/build/.wh.all_reduce_perf", Type: tar.TypeReg}}, want: AllReducePerfMPIPath},
+		{name: "sshd_config", top: []reconstruction.Entry{{Name: "etc/ssh/.wh.sshd_config", Type: tar.TypeReg}}, want: SSHDConfigPath},
+		{name: "two ports", top: []reconstruction.Entry{{Name: "etc/ssh/sshd_config", Type: tar.TypeReg, Body: []byte("Port 22\nPort 222\n")}}, want: "lines [1 2]"},
+		{name: "bad port", top: []reconstruction.Entry{{Name: "etc/ssh/sshd_config", Type: tar.TypeReg, Body: []byte("Port 0x16\n")}}, want: "line 1"},
+		{name: "include without port", top: []reconstruction.Entry{{Name: "etc/ssh/sshd_config", Type: tar.TypeReg, Body: []byte("Include /etc/ssh/sshd_config.d/*.conf\n")}}, want: "cannot tell the port"},
+		{name: "no CUDA_VERSION", cfg: &v1.Config{Entrypoint: []string{EntryScriptPath}}, want: "CUDA_VERSION"},
+		{name: "bad CUDA_VERSION", cfg: &v1.Config{Entrypoint: []string{EntryScriptPath}, Env: []string{"CUDA_VERSION=latest"}}, want: "major version"},
+		{name: "entrypoint", cfg: &v1.Config{Entrypoint: []string{"/bin/sh"}, Env: []string{"CUDA_VERSION=12.8.0"}}, want: "entrypoint"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			img := imageWithTop(t, tc.top...)
+			if tc.cfg != nil {
+				var err error
+				if img, err = mutate.Config(img, *tc.cfg); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := runOn(t, img)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want one naming %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestEntryScript(t *testing.T) {
+	for _, tc := range []struct {
+		ep   []string
+		want string
+	}{
+		{[]string{"bash", "/fts/entrypoint_rxdm_container.sh"}, "/fts/entrypoint_rxdm_container.sh"},
+		{[]string{"/fts/entrypoint_rxdm_container.sh", "--x"}, "/fts/entrypoint_rxdm_container.sh"},
+		{[]string{"bash", "relative.sh"}, ""},
+		{nil, ""},
+	} {
+		got, err := EntryScript(tc.ep)
+		if got != tc.want || (tc.want == "") != (err != nil) {
+			t.Errorf("EntryScript(%q) = %q, %v; want %q", tc.ep, got, err, tc.want)
+		}
 	}
 }
 

@@ -66,14 +66,14 @@ func TestRegistryEndToEnd(t *testing.T) {
 	d, _ := img.Digest()
 	ref := tag.Context().String() + "@" + d.String()
 
-	offline, err := Run(context.Background(), Config{Root: root, BOM: b, Source: mustSpec(t, SourceTestdata)})
+	offline, err := Run(context.Background(), Config{Root: root, BOM: b, Source: mustSpec(t, SourceTestdata), DaemonSource: mustSpec(t, SourceTestdata)})
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	cache := t.TempDir()
 	var cold imagesource.Stats
-	res, err := Run(context.Background(), Config{Root: root, BOM: b, Source: mustSpec(t, ref), CacheDir: cache, Stats: &cold})
+	res, err := Run(context.Background(), Config{Root: root, BOM: b, Source: mustSpec(t, ref), DaemonSource: mustSpec(t, SourceTestdata), CacheDir: cache, Stats: &cold})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestRegistryEndToEnd(t *testing.T) {
 	}
 
 	var warm imagesource.Stats
-	if _, err := Run(context.Background(), Config{Root: root, BOM: b, Source: mustSpec(t, ref), CacheDir: cache, Stats: &warm}); err != nil {
+	if _, err := Run(context.Background(), Config{Root: root, BOM: b, Source: mustSpec(t, ref), DaemonSource: mustSpec(t, SourceTestdata), CacheDir: cache, Stats: &warm}); err != nil {
 		t.Fatal(err)
 	}
 	if s := warm.Snapshot(); s.Requests != 0 || s.Bytes != 0 {

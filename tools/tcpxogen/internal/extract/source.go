@@ -49,6 +49,29 @@ func ParseSource(s string) (SourceSpec, error) {
 // generated file, so `go generate` reproduces the committed output offline
 // instead of silently switching to the network. A missing file yields "".
 func RecordedSource(generatedFile string) (string, error) {
+	return recorded(generatedFile, "ProvenanceSource")
+}
+
+// RecordedDaemonSource is RecordedSource for the daemon image. A file
+// generated before daemon facts were extracted records none and yields "".
+func RecordedDaemonSource(generatedFile string) (string, error) {
+	s, err := recorded(generatedFile, "DaemonProvenanceSource")
+	if err != nil && strings.Contains(err.Error(), "is missing") {
+		return "", nil
+	}
+	return s, err
+}
+
+// DefaultDaemonSource is the daemon source when none is given or recorded:
+// the reconstruction next to the installer's, the pinned image otherwise.
+func DefaultDaemonSource(installer SourceSpec) SourceSpec {
+	if installer.Kind == SourceTestdata {
+		return SourceSpec{Kind: SourceTestdata, Raw: SourceTestdata}
+	}
+	return SourceSpec{Kind: SourceRegistry, Raw: SourceRegistry}
+}
+
+func recorded(generatedFile, constant string) (string, error) {
 	src, err := os.ReadFile(generatedFile)
 	if os.IsNotExist(err) {
 		return "", nil
@@ -56,7 +79,7 @@ func RecordedSource(generatedFile string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read recorded provenance: %w", err)
 	}
-	source, err := emit.Constant(generatedFile, src, "ProvenanceSource")
+	source, err := emit.Constant(generatedFile, src, constant)
 	if err != nil {
 		return "", fmt.Errorf("read recorded provenance: %w (restore the file with git checkout, or pass --source)", err)
 	}

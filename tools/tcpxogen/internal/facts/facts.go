@@ -30,7 +30,28 @@ type Facts struct {
 	// (it usually does not: proving it means reading the multi-GB base).
 	PluginFiles         []string
 	PluginFilesComplete bool
-	EntryScriptPresent  bool
+
+	// Installer image facts the components and the benchmark depend on.
+	// CUDAVersion is CUDA_VERSION from the installer image's config (its
+	// nvidia/cuda base): the plugin loads libcudart of this major from the
+	// workload image, so the worker image must have the same CUDA major.
+	CUDAVersion string
+	// InstallerEntrypoint is the image config's entrypoint.
+	InstallerEntrypoint []string
+	// Scripts are the /scripts files the installer DaemonSet and the
+	// benchmark rely on, each verified present.
+	Scripts []string
+	// SSHDPort is the port the image's sshd_config makes sshd listen on.
+	SSHDPort int
+	// AllReducePerfMPI is the MPI build of all_reduce_perf, verified present.
+	AllReducePerfMPI string
+
+	// Daemon image facts. DaemonEntrypoint is the daemon image config's
+	// entrypoint; DaemonEntryScript the script it runs; DaemonEntryScriptMode
+	// that script's permission bits as the image carries them.
+	DaemonEntrypoint      []string
+	DaemonEntryScript     string
+	DaemonEntryScriptMode int
 
 	// Refused lists external commands the profile sandbox refused, as
 	// "profile: command (line N)", so the skipped NIC discovery is visible.
@@ -39,6 +60,18 @@ type Facts struct {
 	Normalized []string
 
 	Provenance Provenance
+	// DaemonProvenance says where the daemon image facts came from.
+	DaemonProvenance ImageProvenance
+}
+
+// ImageProvenance says what was pinned and what was read for one image.
+type ImageProvenance struct {
+	Pinned      string
+	Source      string // the source value that reproduces the read
+	Kind        string
+	Read        string
+	Digest      string
+	Substituted bool
 }
 
 // Provenance says where the facts came from.

@@ -88,7 +88,7 @@ func repoRoot(t *testing.T) string {
 }
 
 func scriptPath(t *testing.T, version, name string) string {
-	return filepath.Join(repoRoot(t), "testdata", "installer", version, "layers", "30-scripts", "scripts", name)
+	return filepath.Join(repoRoot(t), "testdata", "installer", version, "layers", "90-scripts", "scripts", name)
 }
 
 func evaluateFile(t *testing.T, path string, opts Options) *Result {
@@ -256,9 +256,20 @@ func TestReconstructedEntrypoint(t *testing.T) {
 	}
 }
 
+// publishedLayers is the layer order of google/nccl-plugin-gpudirect-tcpxo's
+// tcpxo.dockerfile (tags v1.0.14..v1.0.17), top of the image last: the
+// nvidia/cuda devel base, apt upgrade, apt install (openssh-server,
+// libopenmpi-dev, build tools), NCCL core, nccl-tests (plain, then MPI=1),
+// CMake, googletest, abseil, protobuf, licenses, sshd on port 222 with keys,
+// libnccl-net.so, the precompiled tuner/shim libraries and textproto configs,
+// then the scripts. Extraction is only exercised honestly on this shape.
+var publishedLayers = []string{"00-base", "10-apt-upgrade", "20-apt-install", "30-nccl", "40-nccl-tests", "41-nccl-tests-mpi",
+	"50-cmake", "51-googletest", "52-abseil", "53-protobuf", "60-licenses", "65-sshd", "70-plugin", "80-precompiled", "90-scripts"}
+
 // TestReconstructedTrees checks the shape the image builder and the
-// extractor rely on: the files, the symlinks, executable scripts, and
-// placeholders that say what they are and for which version.
+// extractor rely on: the published layer order, the files, the symlinks,
+// executable scripts, and placeholders that say what they are and for which
+// version.
 func TestReconstructedTrees(t *testing.T) {
 	for _, version := range reconstructedVersions {
 		root := filepath.Join(repoRoot(t), "testdata", "installer", version)
@@ -270,17 +281,23 @@ func TestReconstructedTrees(t *testing.T) {
 		for _, l := range layers {
 			names = append(names, l.Name())
 		}
-		if want := []string{"00-base", "10-nccl", "20-plugins", "30-scripts"}; !reflect.DeepEqual(names, want) {
-			t.Errorf("%s layers = %v, want %v", version, names, want)
+		if !reflect.DeepEqual(names, publishedLayers) {
+			t.Errorf("%s layers = %v, want the published order %v", version, names, publishedLayers)
 		}
 		placeholders := []string{
-			"00-base/etc/os-release",
 			"00-base/usr/local/cuda/version.json",
-			"10-nccl/third_party/nccl-netsupport/build/lib/libnccl.so.2.28.7",
+			"30-nccl/third_party/nccl-netsupport/build/lib/libnccl.so.2.28.7",
+			"40-nccl-tests/third_party/nccl-tests/build/all_reduce_perf",
+			"41-nccl-tests-mpi/third_party/nccl-tests-mpi/build/all_reduce_perf",
+			"70-plugin/plugins/libnccl-net.so",
 		}
-		for _, p := range []string{"libnccl-net.so", "libnccl-net-shim.so", "libnccl-tuner.so", "libGPUViz.so", "libnccl-profiler-comma.so",
-			"a3plus_tuner_config.textproto", "a3plus_tuner_config_simple.textproto", "a3plus_guest_config.textproto", "a3plus_guest_config_simple.textproto"} {
-			placeholders = append(placeholders, "20-plugins/plugins/"+p)
+		for _, p := range []string{"libnccl-net-shim.so", "libnccl-tuner.so", "libGPUViz.so", "libnccl-profiler-comma.so",
+			"a3plus_tuner_config.textproto", "a3plus_tuner_config_simple.textproto"} {
+			placeholders = append(placeholders, "80-precompiled/plugins/"+p)
+		}
+		sshd, err := os.ReadFile(filepath.Join(root, "layers/65-sshd/etc/ssh/sshd_config"))
+		if err != nil || !strings.Contains(string(sshd), "\nPort 222\n") {
+			t.Errorf("%s: the sshd layer must set Port 222 as the published image does (err %v)", version, err)
 		}
 		for _, p := range placeholders {
 			data, err := os.ReadFile(filepath.Join(root, "layers", p))
@@ -292,7 +309,7 @@ func TestReconstructedTrees(t *testing.T) {
 				t.Errorf("%s/%s does not say it is a %s reconstruction placeholder: %q", version, p, version, data)
 			}
 		}
-		lib := filepath.Join(root, "layers/10-nccl/third_party/nccl-netsupport/build/lib")
+		lib := filepath.Join(root, "layers/30-nccl/third_party/nccl-netsupport/build/lib")
 		for link, target := range map[string]string{"libnccl.so.2": "libnccl.so.2.28.7", "libnccl.so": "libnccl.so.2"} {
 			if got, err := os.Readlink(filepath.Join(lib, link)); err != nil || got != target {
 				t.Errorf("%s %s -> %q (%v), want a relative symlink to %s", version, link, got, err, target)
@@ -304,8 +321,10 @@ func TestReconstructedTrees(t *testing.T) {
 				t.Error(err)
 				continue
 			}
-			if info.Mode().Perm()&0o111 == 0 {
-				t.Errorf("%s/%s is not executable", version, s)
+			// tcpxo_scripts/ of the published tags: the entrypoint is 0755, the
+			// profiles 0644 (they are sourced, not run).
+			if exec := info.Mode().Perm()&0o111 != 0; exec != (s == "container_entry.sh") {
+				t.Errorf("%s/%s: executable = %v, want the published mode (0755 entrypoint, 0644 profiles)", version, s, exec)
 			}
 			data, _ := os.ReadFile(scriptPath(t, version, s))
 			if !strings.Contains(string(data), "installer "+version) || !strings.Contains(string(data), "tcpxogen reconstruction") {

@@ -1,5 +1,5 @@
-// Package reconstruction builds the bundled stand-in for Google's NCCL plugin
-// installer image from a source tree under testdata/installer/, and synthetic
+// Package reconstruction builds the bundled stand-ins for Google's NCCL plugin
+// installer and tcpxo-daemon images from source trees under testdata/, and synthetic
 // base layers that give it the bulk of the real CUDA devel base.
 //
 // The build is reproducible: the same tree gives the same image digest on
@@ -11,12 +11,15 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -34,20 +37,58 @@ var Epoch = time.Unix(0, 0).UTC()
 // directories live; each child directory is one layer, applied in name order.
 const LayersDir = "layers"
 
-// Build turns the installer source tree at dir (e.g.
-// testdata/installer/v1.0.15) into an OCI image. bases are prepended below
-// the tree's own layers (normally none, or a synthetic base for benchmarks).
+// ConfigFile is the name, inside a source tree, of the image config the
+// tree declares: what the published Dockerfile sets (entrypoint, env), so the
+// reconstruction carries the same config facts extraction reads.
+const ConfigFile = "image.json"
+
+// Config is the part of an OCI image config a reconstruction declares.
+type Config struct {
+	Entrypoint []string `json:"entrypoint"`
+	Cmd        []string `json:"cmd,omitempty"`
+	Env        []string `json:"env,omitempty"`
+	// Description becomes the org.opencontainers.image.description label; it
+	// must say the image is a reconstruction.
+	Description string `json:"description"`
+}
+
+// LoadConfig reads the image config of the source tree at dir.
+func LoadConfig(dir string) (Config, error) {
+	p := filepath.Join(dir, ConfigFile)
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return Config{}, fmt.Errorf("read reconstruction image config: %w (every tree declares its entrypoint and env in %s)", err, ConfigFile)
+	}
+	var cfg Config
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return Config{}, fmt.Errorf("%s: %w (keys: entrypoint, cmd, env, description)", p, err)
+	}
+	if len(cfg.Entrypoint) == 0 || !strings.Contains(cfg.Description, "reconstruction") {
+		return Config{}, fmt.Errorf("%s: set entrypoint, and a description that says the image is a tcpxogen reconstruction", p)
+	}
+	return cfg, nil
+}
+
+// Build turns the source tree at dir (e.g. testdata/installer/v1.0.15) into
+// an OCI image with the tree's declared config. bases are prepended below the
+// tree's own layers (normally none).
 func Build(dir string, bases ...v1.Layer) (v1.Image, error) {
+	cfg, err := LoadConfig(dir)
+	if err != nil {
+		return nil, err
+	}
 	own, err := TreeLayers(dir)
 	if err != nil {
 		return nil, err
 	}
-	return Image(append(append([]v1.Layer(nil), bases...), own...)...)
+	return Image(cfg, append(append([]v1.Layer(nil), bases...), own...)...)
 }
 
 // TreeLayers returns the layers of the source tree at dir, lowest first.
 func TreeLayers(dir string) ([]v1.Layer, error) {
-	layerDirs, err := listLayerDirs(dir)
+	layerDirs, err := LayerDirs(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +103,9 @@ func TreeLayers(dir string) ([]v1.Layer, error) {
 	return layers, nil
 }
 
-func listLayerDirs(dir string) ([]string, error) {
+// LayerDirs lists the layer directories of the source tree at dir, lowest
+// first.
+func LayerDirs(dir string) ([]string, error) {
 	root := filepath.Join(dir, LayersDir)
 	entries, err := os.ReadDir(root)
 	if err != nil {
@@ -81,9 +124,9 @@ func listLayerDirs(dir string) ([]string, error) {
 	return dirs, nil
 }
 
-// Image assembles layers (lowest first) into an OCI image with the
-// installer's entrypoint and a fixed creation time.
-func Image(layers ...v1.Layer) (v1.Image, error) {
+// Image assembles layers (lowest first) into an OCI image with the config
+// c and a fixed creation time.
+func Image(c Config, layers ...v1.Layer) (v1.Image, error) {
 	base := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	base = mutate.ConfigMediaType(base, types.OCIConfigJSON)
 	img, err := mutate.AppendLayers(base, layers...)
@@ -97,11 +140,10 @@ func Image(layers ...v1.Layer) (v1.Image, error) {
 	cfg = cfg.DeepCopy()
 	cfg.Architecture, cfg.OS = "amd64", "linux"
 	cfg.Created = v1.Time{Time: Epoch}
-	cfg.Config.Entrypoint = []string{"/scripts/container_entry.sh"}
-	cfg.Config.Cmd = []string{"install", "--install-nccl"}
-	cfg.Config.Labels = map[string]string{
-		"org.opencontainers.image.description": "tcpxogen reconstruction of the NCCL plugin installer: scripts written from public facts, binaries are placeholders",
-	}
+	cfg.Config.Entrypoint = slices.Clone(c.Entrypoint)
+	cfg.Config.Cmd = slices.Clone(c.Cmd)
+	cfg.Config.Env = slices.Clone(c.Env)
+	cfg.Config.Labels = map[string]string{"org.opencontainers.image.description": c.Description}
 	// History entries carry timestamps; drop them so only Epoch appears.
 	cfg.History = nil
 	img, err = mutate.ConfigFile(img, cfg)

@@ -18,6 +18,7 @@ func writeTree(t *testing.T, root string, mtime time.Time, umaskedMode os.FileMo
 		"layers/00-base/etc/os-release":        "ID=debian\n",
 		"layers/30-scripts/scripts/profile.sh": "export A=1\n",
 		"layers/30-scripts/scripts/entry.sh":   "#!/bin/sh\n",
+		"image.json":                           `{"entrypoint": ["/scripts/entry.sh"], "description": "tcpxogen reconstruction under test"}`,
 		"layers/10-lib/lib/libnccl.so.2.28.7":  "placeholder\n",
 	}
 	for p, body := range files {
@@ -100,7 +101,7 @@ func TestBuildNormalisesEntries(t *testing.T) {
 		t.Errorf("symlink not preserved: %+v", h)
 	}
 	cfg, _ := img.ConfigFile()
-	if !cfg.Created.Time.Equal(Epoch) || cfg.Config.Entrypoint[0] != "/scripts/container_entry.sh" {
+	if !cfg.Created.Time.Equal(Epoch) || cfg.Config.Entrypoint[0] != "/scripts/entry.sh" {
 		t.Errorf("config: created %v entrypoint %v", cfg.Created, cfg.Config.Entrypoint)
 	}
 }
