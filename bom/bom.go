@@ -142,7 +142,15 @@ func (b *BOM) validate(c *checker) {
 			if !c.section(p, fmt.Sprintf("add %s: {reference: repo:tag@sha256:<64 hex>, version: tag}", r.name)) {
 				continue
 			}
-			c.addProblems(p, r.image(&b.Images).parse())
+			img := r.image(&b.Images)
+			c.addProblems(p, img.parse())
+			switch {
+			case r.name == RoleWorker && img.CUDAMajor <= 0:
+				c.add(p.key("cudaMajor"), "the worker image declares no CUDA major",
+					"set cudaMajor: to the CUDA major of the worker image (12 for a cuda12.x build): it must equal the installer's, whose plugin loads libcudart from the worker", nil)
+			case r.name != RoleWorker && img.CUDAMajor != 0:
+				c.add(p.key("cudaMajor"), "only the worker image declares a CUDA major", "remove cudaMajor: the installer's comes from its image config", nil)
+			}
 		}
 	}
 

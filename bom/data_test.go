@@ -31,7 +31,11 @@ func TestRealBOM(t *testing.T) {
 	b, _ := loadReal(t)
 	for _, role := range b.ImageRoles() {
 		img := role.Image
-		if got := img.Repository() + ":" + img.Tag() + "@" + img.Digest(); got != img.Reference {
+		got := img.Repository() + ":" + img.Tag() + "@" + img.Digest()
+		if img.Tag() == "" {
+			got = img.Repository() + "@" + img.Digest()
+		}
+		if got != img.Reference {
 			t.Errorf("%s: parts reassemble to %q, want %q", role.Name, got, img.Reference)
 		}
 	}
@@ -42,8 +46,25 @@ func TestRealBOM(t *testing.T) {
 
 func TestRealPairs(t *testing.T) {
 	_, r := loadReal(t)
-	if len(r.Pairs) != 11 {
-		t.Errorf("%d published pairs, want the 11 from the release notes", len(r.Pairs))
+	// GKE's GPUDirect-TCPXO release notes publish 11 pairs (v1.0.3..v1.0.15);
+	// google/nccl-plugin-gpudirect-tcpxo tags v1.0.16 and v1.0.17 and
+	// container-engine-accelerators PRs #620 and #626 publish two more.
+	bySource := map[string]int{}
+	for _, p := range r.Pairs {
+		bySource[p.Source]++
+	}
+	if bySource[SourceReleaseNotes] != 11 || bySource[SourceManifests] != 2 {
+		t.Errorf("pairs by source = %v, want 11 from the release notes and 2 from the manifests", bySource)
+	}
+	for v, want := range map[string]Pair{
+		// Tag notes: "qualified with CUDA 12.8, GPU driver 580.65.06" / "CUDA 13.2, GPU driver 595.71.05".
+		"v1.0.16": {Daemon: "v1.0.22", Source: SourceManifests, CUDA: "12.8", Driver: "580.65.06"},
+		"v1.0.17": {Daemon: "v1.0.23", Source: SourceManifests, CUDA: "13.2", Driver: "595.71.05"},
+	} {
+		p, ok := r.PairFor(v)
+		if !ok || p.Daemon != want.Daemon || p.Source != want.Source || p.CUDA != want.CUDA || p.Driver != want.Driver {
+			t.Errorf("PairFor(%q) = %+v, %v; want %+v", v, p, ok, want)
+		}
 	}
 	p, ok := r.PairFor("v1.0.15")
 	if !ok || p.Daemon != "v1.0.21" || p.NCCL != "2.28.7-1" || p.Date != "2026-01-09" {
@@ -60,8 +81,8 @@ func TestRealPairs(t *testing.T) {
 	if p, _ := r.PairFor("v1.0.7"); p.NCCL != "" {
 		t.Errorf("v1.0.7 nccl = %q, want empty (not published)", p.NCCL)
 	}
-	// Unverified reports live only in comments; v1.0.21-rc1 and v1.0.9 are not tags of record.
-	for _, v := range []string{"v1.0.16", "v1.0.17", "v1.0.21-rc1", "v1.0.9", "v1.0.21"} {
+	// v1.0.21-rc1 and v1.0.9 are not tags of record.
+	for _, v := range []string{"v1.0.21-rc1", "v1.0.9", "v1.0.21"} {
 		if p, ok := r.PairFor(v); ok {
 			t.Errorf("PairFor(%q) = %+v, want not found", v, p)
 		}

@@ -59,6 +59,9 @@ type problem struct {
 	what   string
 	fix    string
 	err    error
+	// tagless marks the "no tag" problem, which a digest-only pin with a
+	// source is exempt from.
+	tagless bool
 }
 
 // checker collects located rejections for one file.

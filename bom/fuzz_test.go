@@ -34,7 +34,12 @@ func FuzzParse(f *testing.F) {
 		}
 		for _, r := range b.ImageRoles() {
 			img := r.Image
-			if img.Version != img.Tag() || img.Repository()+":"+img.Tag()+"@"+img.Digest() != img.Reference {
+			if img.Tag() == "" {
+				// A digest-only pin needs a source and has no version.
+				if img.Source == "" || img.Version != "" || img.Repository()+"@"+img.Digest() != img.Reference {
+					t.Fatalf("%s accepted without a tag: %+v", r.Name, img)
+				}
+			} else if img.Version != img.Tag() || img.Repository()+":"+img.Tag()+"@"+img.Digest() != img.Reference {
 				t.Fatalf("%s accepted with inconsistent parts: %+v", r.Name, img)
 			}
 			if !strings.HasPrefix(img.Digest(), "sha256:") || len(img.Digest()) != len("sha256:")+64 {

@@ -3,6 +3,7 @@ package bom
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -14,7 +15,16 @@ import (
 // repeats it so a reviewer sees the version without parsing the reference.
 type Image struct {
 	Reference string `yaml:"reference"`
-	Version   string `yaml:"version"`
+	Version   string `yaml:"version,omitempty"`
+	// Source says where the pin was read from. It is required for a
+	// reference without a tag: some publishers pin by digest alone (Google's
+	// NRI device injector manifest does), and then the published manifest,
+	// not a tag, is the record of what the digest is.
+	Source string `yaml:"source,omitempty"`
+	// CUDAMajor is the CUDA major the image's libraries are built for; the
+	// worker image must declare it, because the NCCL plugin loads libcudart
+	// of the installer's CUDA major from the workload image.
+	CUDAMajor int `yaml:"cudaMajor,omitempty"`
 
 	// Parsed parts, filled by the loader and NewImage.
 	repository, tag, digest string
@@ -54,10 +64,28 @@ func (i *Image) parse() []problem {
 	default:
 		var ref pinnedRef
 		ref, probs = parsePinned(i.Reference, true)
+		if i.Source != "" {
+			probs = slices.DeleteFunc(probs, func(p problem) bool { return p.tagless })
+			if len(probs) == 0 && ref.tag == "" {
+				var err error
+				if ref, err = digestOnly(i.Reference); err != nil {
+					probs = append(probs, problem{what: fmt.Sprintf("%q is not a valid image reference (%v)", i.Reference, err),
+						fix: "use the form registry/repository@sha256:<64 hex>; repositories are lowercase", err: err})
+				}
+			}
+		}
 		if len(probs) == 0 {
 			i.repository, i.tag, i.digest = ref.repository, ref.tag, ref.digest
 		}
 		tag, hasTag = ref.tag, ref.tag != ""
+	}
+	if !hasTag && i.Source != "" && len(probs) == 0 {
+		// Digest-only pin: the source is the record, there is no tag to repeat.
+		if i.Version != "" {
+			probs = append(probs, problem{field: "version", what: fmt.Sprintf("%q has no tag to match", i.Reference),
+				fix: "drop version: a digest-only pin's record is its source"})
+		}
+		return probs
 	}
 	for k := range probs {
 		probs[k].field = "reference"
@@ -85,6 +113,16 @@ func (i *Image) parse() []problem {
 
 type pinnedRef struct{ repository, tag, digest string }
 
+// digestOnly parses a repo@sha256:… reference the tag check refused; the
+// caller has established that a source vouches for it.
+func digestOnly(ref string) (pinnedRef, error) {
+	if _, err := name.NewDigest(ref); err != nil {
+		return pinnedRef{}, err
+	}
+	repo, dig, _ := strings.Cut(ref, "@")
+	return pinnedRef{repository: repo, digest: dig}, nil
+}
+
 var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 // parsePinned splits repo:tag[@digest]. The digest is required when
@@ -110,8 +148,8 @@ func parsePinned(ref string, requireDigest bool) (pinnedRef, []problem) {
 
 	repo, tag, hasTag := splitTag(base)
 	if !hasTag {
-		probs = append(probs, problem{what: fmt.Sprintf("%q has no tag", ref),
-			fix: "write it as repo:TAG@sha256:<64 hex>, so the version is visible in every manifest"})
+		probs = append(probs, problem{what: fmt.Sprintf("%q has no tag", ref), tagless: true,
+			fix: "write it as repo:TAG@sha256:<64 hex>, so the version is visible in every manifest (or, when the publisher pins by digest alone, add source: saying where)"})
 	}
 	if len(probs) > 0 {
 		return pinnedRef{tag: tag}, probs

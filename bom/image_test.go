@@ -73,3 +73,23 @@ func TestSplitReference(t *testing.T) {
 		}
 	}
 }
+
+func TestDigestOnlyPinNeedsASource(t *testing.T) {
+	const ref = "gcr.io/gke-release/nri-device-injector@sha256:6e79483d52abdc28454bf186320b10a56b0f117a10e8d65d5c74dbb821a76970"
+	img := Image{Reference: ref, Source: "Google's nri-device-injector.yaml"}
+	if probs := img.parse(); len(probs) != 0 || img.Tag() != "" || img.Repository() != "gcr.io/gke-release/nri-device-injector" {
+		t.Fatalf("digest-only pin with a source: %+v, %+v", probs, img)
+	}
+	noSource := Image{Reference: ref}
+	if probs := noSource.parse(); len(probs) == 0 || !strings.Contains(probs[0].what, "has no tag") {
+		t.Fatalf("digest-only pin without a source accepted: %+v", probs)
+	}
+	withVersion := Image{Reference: ref, Source: "x", Version: "1.0"}
+	if probs := withVersion.parse(); len(probs) != 1 || probs[0].field != "version" {
+		t.Fatalf("digest-only pin with a version: %+v", probs)
+	}
+	unpinned := Image{Reference: "gcr.io/gke-release/nri-device-injector", Source: "x"}
+	if probs := unpinned.parse(); len(probs) == 0 {
+		t.Fatal("a source must not excuse a missing digest")
+	}
+}

@@ -35,7 +35,22 @@ type Pair struct {
 	// NCCL is free text as published ("2.28.7-1", "2.21.5–2.23.4"); empty when
 	// the notes give none.
 	NCCL string `yaml:"nccl,omitempty"`
+	// Source is where the pair is published: SourceReleaseNotes, or
+	// SourceManifests for a pair known from Google's manifests and the
+	// plugin's source tags but not (yet) from the release notes. Both are
+	// kept; only a release-notes pair may be pinned.
+	Source string `yaml:"source"`
+	// CUDA and Driver are the CUDA toolkit and GPU driver the pair is
+	// qualified with, as published ("12.8", "580.95.05"); empty when unknown.
+	CUDA   string `yaml:"cuda,omitempty"`
+	Driver string `yaml:"driver,omitempty"`
 }
+
+// Where a pair is published.
+const (
+	SourceReleaseNotes = "release-notes"
+	SourceManifests    = "manifests"
+)
 
 // EnvVar is one NCCL environment variable.
 type EnvVar struct {
@@ -83,6 +98,14 @@ func (r *Releases) PublishedInstallers() []string {
 		names[i] = p.Installer
 	}
 	return names
+}
+
+// confirmedInstallers lists the installers of release-notes pairs, newest first.
+func (r *Releases) confirmedInstallers() []string {
+	return slices.DeleteFunc(r.PublishedInstallers(), func(inst string) bool {
+		p, _ := r.PairFor(inst)
+		return p.Source != SourceReleaseNotes
+	})
 }
 
 // LoadReleases reads and validates a releases.yaml.
@@ -136,6 +159,11 @@ func CheckPublished(b *BOM, r *Releases) error {
 			fmt.Sprintf("add the published pair to %s or pick a published version: %s", r.Path, strings.Join(r.PublishedInstallers(), ", ")), nil)
 		return c.err()
 	}
+	if pair.Source != SourceReleaseNotes {
+		c.add(path{"images", RoleInstaller, "version"},
+			fmt.Sprintf("installer %s is published only in Google's manifests and source tags (%s), not confirmed by the release notes", installer, r.Path),
+			fmt.Sprintf("pin a release-notes pair (%s), or set the pair's source to %s once the notes confirm it", strings.Join(r.confirmedInstallers(), ", "), SourceReleaseNotes), nil)
+	}
 	if pair.Daemon != daemon {
 		where := r.Path
 		if i := slices.Index(r.Pairs, pair); i >= 0 {
@@ -172,6 +200,11 @@ func (r *Releases) validate(c *checker) {
 				if _, err := time.Parse(dateLayout, p.Date); err != nil {
 					c.add(pp.key("date"), fmt.Sprintf("%q is not a date", p.Date), "write it as YYYY-MM-DD, e.g. 2026-01-09", err)
 				}
+			}
+			if c.require(pp.key("source"), p.Source, "say where the pair is published: "+SourceReleaseNotes+" or "+SourceManifests) &&
+				p.Source != SourceReleaseNotes && p.Source != SourceManifests {
+				c.add(pp.key("source"), fmt.Sprintf("%q is not %s or %s", p.Source, SourceReleaseNotes, SourceManifests),
+					"use release-notes for a pair in the GKE release notes, manifests for one known only from Google's manifests or source tags", nil)
 			}
 			c.tag(pp.key("installer"), p.Installer, "the installer (nccl-plugin-gpudirecttcpx-dev) tag")
 			c.tag(pp.key("daemon"), p.Daemon, "the daemon (tcpgpudmarxd-dev) tag published with it")

@@ -11,12 +11,13 @@ import (
 
 // testReleases is a valid releases.yaml whose line numbers the cases rely on.
 const testReleases = `pairs:
-  - {date: 2026-01-09, installer: v1.0.15, daemon: v1.0.21, nccl: 2.28.7-1}
-  - {date: 2025-11-19, installer: v1.0.14, daemon: v1.0.20, nccl: 2.28.7-1}
+  - {date: 2026-01-09, installer: v1.0.15, daemon: v1.0.21, nccl: 2.28.7-1, source: release-notes}
+  - {date: 2025-11-19, installer: v1.0.14, daemon: v1.0.20, nccl: 2.28.7-1, source: release-notes}
   - date: 2025-05-01
     installer: v1.0.9-1
     daemon: v1.0.15
     nccl: "2.21.5–2.23.4"
+    source: release-notes
 ncclConfigs:
   - installer: v1.0.15
     source: GPUDirect-TCPXO release notes, v1.0.15
@@ -69,30 +70,34 @@ func TestParseReleasesRejects(t *testing.T) {
 			want: []string{`releases.yaml:2: pairs[0].daemon "tcpgpudmarxd-dev/v1.0.21" is not an image tag`}},
 		{name: "misspelt pair field", edits: edits{{"installer: v1.0.14, daemon:", "installer: v1.0.14, deamon:"}},
 			want: []string{`releases.yaml:3: pairs[1].deamon is not a known field: did you mean "daemon"?`, "date, installer, daemon, nccl"}},
-		{name: "duplicate key in a flow row", edits: edits{{"nccl: 2.28.7-1}\n  - {date: 2025-11-19", "nccl: 2.28.7-1, nccl: 2.28.9}\n  - {date: 2025-11-19"}},
+		{name: "duplicate key in a flow row", edits: edits{{"nccl: 2.28.7-1, source: release-notes}\n  - {date: 2025-11-19", "nccl: 2.28.7-1, nccl: 2.28.9, source: release-notes}\n  - {date: 2025-11-19"}},
 			want: []string{"releases.yaml:2: pairs[0].nccl is defined twice (first at line 2)"}},
 		{name: "no pairs", edits: edits{{testReleases[:strings.Index(testReleases, "ncclConfigs:")], ""}},
 			want: []string{"releases.yaml:1: pairs is missing: list Google's published installer/daemon pairs", `ncclConfigs[0].installer "v1.0.15" is not an installer listed under pairs`}},
 		{name: "config for an unlisted installer", edits: edits{{"  - installer: v1.0.14\n", "  - installer: v1.0.16\n"}},
-			want: []string{`releases.yaml:14: ncclConfigs[1].installer "v1.0.16" is not an installer listed under pairs: add its published pair first, or correct the tag (listed: v1.0.15, v1.0.14, v1.0.9-1)`}},
+			want: []string{`releases.yaml:15: ncclConfigs[1].installer "v1.0.16" is not an installer listed under pairs: add its published pair first, or correct the tag (listed: v1.0.15, v1.0.14, v1.0.9-1)`}},
 		{name: "two configs for one installer", edits: edits{{"  - installer: v1.0.14\n", "  - installer: v1.0.15\n"}},
-			want: []string{`releases.yaml:14: ncclConfigs[1].installer "v1.0.15" already has an NCCL config at line 9`}},
+			want: []string{`releases.yaml:15: ncclConfigs[1].installer "v1.0.15" already has an NCCL config at line 10`}},
+		{name: "pair without source", edits: edits{{", source: release-notes}\n  - {date: 2025-11-19", "}\n  - {date: 2025-11-19"}},
+			want: []string{"releases.yaml:2: pairs[0].source is missing"}},
+		{name: "pair with another source", edits: edits{{"nccl: 2.28.7-1, source: release-notes}\n  - {date: 2025-11-19", "nccl: 2.28.7-1, source: blog}\n  - {date: 2025-11-19"}},
+			want: []string{`releases.yaml:2: pairs[0].source "blog" is not release-notes or manifests`}},
 		{name: "config without source", edits: edits{{"    source: assumed\n", ""}},
-			want: []string{"releases.yaml:14: ncclConfigs[1].source is missing: say where the list comes from"}},
+			want: []string{"releases.yaml:15: ncclConfigs[1].source is missing: say where the list comes from"}},
 		{name: "config without env", edits: edits{{"    env: *env\n", ""}},
-			want: []string{"releases.yaml:14: ncclConfigs[1].env is missing"}},
+			want: []string{"releases.yaml:15: ncclConfigs[1].env is missing"}},
 		{name: "duplicate env name", edits: edits{{`{name: NCCL_NVLS_ENABLE, value: "1"}`, `{name: NCCL_DEBUG, value: "INFO"}`}},
-			want: []string{`releases.yaml:13: ncclConfigs[0].env[1].name "NCCL_DEBUG" is already set at line 12: keep one entry per variable`}},
+			want: []string{`releases.yaml:14: ncclConfigs[0].env[1].name "NCCL_DEBUG" is already set at line 13: keep one entry per variable`}},
 		{name: "env name with a dash", edits: edits{{"name: NCCL_DEBUG,", "name: NCCL-DEBUG,"}},
-			want: []string{`releases.yaml:12: ncclConfigs[0].env[0].name "NCCL-DEBUG" is not a valid environment variable name`}},
+			want: []string{`releases.yaml:13: ncclConfigs[0].env[0].name "NCCL-DEBUG" is not a valid environment variable name`}},
 		{name: "env name starting with a digit", edits: edits{{"name: NCCL_DEBUG,", "name: 1NCCL_DEBUG,"}},
-			want: []string{`releases.yaml:12: ncclConfigs[0].env[0].name "1NCCL_DEBUG" is not a valid environment variable name`}},
+			want: []string{`releases.yaml:13: ncclConfigs[0].env[0].name "1NCCL_DEBUG" is not a valid environment variable name`}},
 		{name: "env name with a space", edits: edits{{"name: NCCL_DEBUG,", "name: NCCL DEBUG,"}},
-			want: []string{`releases.yaml:12: ncclConfigs[0].env[0].name "NCCL DEBUG" is not a valid environment variable name`}},
+			want: []string{`releases.yaml:13: ncclConfigs[0].env[0].name "NCCL DEBUG" is not a valid environment variable name`}},
 		{name: "env without value", edits: edits{{`{name: NCCL_DEBUG, value: "WARN"}`, `{name: NCCL_DEBUG, value: }`}},
-			want: []string{"releases.yaml:12: ncclConfigs[0].env[0].value is empty: set the value published for NCCL_DEBUG"}},
+			want: []string{"releases.yaml:13: ncclConfigs[0].env[0].value is empty: set the value published for NCCL_DEBUG"}},
 		{name: "env as a string", edits: edits{{`{name: NCCL_DEBUG, value: "WARN"}`, `NCCL_DEBUG=WARN`}},
-			want: []string{"releases.yaml:12: ncclConfigs[0].env[0] must be a mapping, not a string", "(keys: name, value)"}},
+			want: []string{"releases.yaml:13: ncclConfigs[0].env[0] must be a mapping, not a string", "(keys: name, value)"}},
 		{name: "empty file", doc: "\n", want: []string{"releases.yaml: holds no data: write a mapping with the keys pairs, ncclConfigs"}},
 	}
 	for _, tc := range cases {
@@ -147,8 +152,8 @@ func TestConfigForReturnsACopy(t *testing.T) {
 }
 
 func TestPublishedInstallersNewestFirst(t *testing.T) {
-	doc := edit(t, testReleases, "  - {date: 2026-01-09, installer: v1.0.15, daemon: v1.0.21, nccl: 2.28.7-1}\n", "")
-	doc = edit(t, doc, "    nccl: \"2.21.5–2.23.4\"\n", "    nccl: \"2.21.5–2.23.4\"\n  - {date: 2026-01-09, installer: v1.0.15, daemon: v1.0.21}\n")
+	doc := edit(t, testReleases, "  - {date: 2026-01-09, installer: v1.0.15, daemon: v1.0.21, nccl: 2.28.7-1, source: release-notes}\n", "")
+	doc = edit(t, doc, "    source: release-notes\n", "    source: release-notes\n  - {date: 2026-01-09, installer: v1.0.15, daemon: v1.0.21, source: release-notes}\n")
 	r, err := ParseReleases("releases.yaml", []byte(doc))
 	if err != nil {
 		t.Fatal(err)
@@ -242,5 +247,24 @@ func TestCheckPublishedWithoutLines(t *testing.T) {
 	err = CheckPublished(&BOM{Images: Images{Installer: inst}}, r)
 	if err == nil || !strings.Contains(err.Error(), `images.installer.version "v1.0.99" is not a published installer`) {
 		t.Fatalf("CheckPublished = %v", err)
+	}
+}
+
+// TestManifestsPairIsListedButNotPinnable: a pair known only from Google's
+// manifests and source tags loads, and a BOM pinning it is refused.
+func TestManifestsPairIsListedButNotPinnable(t *testing.T) {
+	rel := writeFile(t, "releases.yaml", edit(t, testReleases, "pairs:\n", "pairs:\n  - {date: 2026-04-30, installer: v1.0.16, daemon: v1.0.22, source: manifests, cuda: \"12.8\"}\n"))
+	r, err := LoadReleases(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := r.PairFor("v1.0.16"); !ok || p.Source != SourceManifests || p.CUDA != "12.8" {
+		t.Fatalf("manifests pair = %+v, %v", p, ok)
+	}
+	doc := edit(t, edit(t, edit(t, testBOM, ":v1.0.15@", ":v1.0.16@"), "    version: v1.0.15\n", "    version: v1.0.16\n"), "    version: v1.0.21\n", "    version: v1.0.22\n")
+	doc = edit(t, doc, ":v1.0.21@", ":v1.0.22@")
+	_, _, err = LoadAll(writeFile(t, "bom.yaml", doc), rel)
+	if err == nil || !strings.Contains(err.Error(), "installer v1.0.16 is published only in Google's manifests") || !strings.Contains(err.Error(), "pin a release-notes pair (v1.0.15, v1.0.14, v1.0.9-1)") {
+		t.Fatalf("pinning a manifests-only pair: %v", err)
 	}
 }

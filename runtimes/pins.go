@@ -21,6 +21,13 @@ type Pins struct {
 	// Contextual names profile variables whose value depends on the
 	// environment the profile is sourced into.
 	Contextual []string
+
+	// Image facts the components and the benchmark are built from.
+	CUDAVersion         string   // CUDA_VERSION of the installer image
+	InstallerEntrypoint []string // the installer image's entrypoint
+	SSHDPort            int      // the port the installer image's sshd listens on
+	AllReducePerfMPI    string   // the MPI build of all_reduce_perf in the installer image
+	DaemonEntrypoint    []string // the daemon image's entrypoint (interpreter and script)
 }
 
 // GeneratedPins are the pins of generated/tcpxo.
@@ -36,7 +43,12 @@ func GeneratedPins() Pins {
 			ProfileDefault: envOf(tcpxo.DefaultProfile()),
 			ProfileSimple:  envOf(tcpxo.SimpleProfile()),
 		},
-		Contextual: tcpxo.NormalizedVariables(),
+		Contextual:          tcpxo.NormalizedVariables(),
+		CUDAVersion:         tcpxo.CUDAVersion,
+		InstallerEntrypoint: tcpxo.InstallerEntrypoint(),
+		SSHDPort:            tcpxo.SSHDPort,
+		AllReducePerfMPI:    tcpxo.AllReducePerfMPI,
+		DaemonEntrypoint:    tcpxo.DaemonEntrypoint(),
 	}
 }
 

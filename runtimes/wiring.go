@@ -2,6 +2,7 @@ package runtimes
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -47,8 +48,6 @@ const (
 	// DaemonHops is the daemon's only flag: --num_nics was retired in
 	// v1.0.14/v1.0.20 (accepted, no effect) and is deliberately absent.
 	DaemonHops = "--num_hops=2"
-	// DaemonEntrypoint is the daemon image's entry script.
-	DaemonEntrypoint = "/fts/entrypoint_rxdm_container.sh"
 )
 
 // Volume names.
@@ -111,8 +110,12 @@ func DaemonSidecar(p Pins) corev1.Container {
 		Name:          DaemonContainer,
 		Image:         p.DaemonImage,
 		RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
-		Command:       []string{DaemonEntrypoint},
-		Args:          []string{DaemonHops},
+		// The image's own entrypoint, read from the image: it runs the entry
+		// script through its interpreter, because the script carries no
+		// exec bit and a command that execs it directly fails with
+		// "permission denied".
+		Command: slices.Clone(p.DaemonEntrypoint),
+		Args:    []string{DaemonHops},
 		Env: []corev1.EnvVar{
 			{Name: "LD_LIBRARY_PATH", Value: p.LibDir},
 			{Name: "HEALTH_CHECK_LOG_FILE", Value: HealthCheckFile},

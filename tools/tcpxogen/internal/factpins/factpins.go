@@ -24,7 +24,12 @@ func FromFacts(f *facts.Facts) runtimes.Pins {
 			runtimes.ProfileDefault: env(f.DefaultProfile),
 			runtimes.ProfileSimple:  env(f.SimpleProfile),
 		},
-		Contextual: f.Normalized,
+		Contextual:          f.Normalized,
+		CUDAVersion:         f.CUDAVersion,
+		InstallerEntrypoint: f.InstallerEntrypoint,
+		SSHDPort:            f.SSHDPort,
+		AllReducePerfMPI:    f.AllReducePerfMPI,
+		DaemonEntrypoint:    f.DaemonEntrypoint,
 	}
 }
 
