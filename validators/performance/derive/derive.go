@@ -33,11 +33,6 @@ const (
 	// message sizes; the measured value is the busbw at the largest.
 	DefaultMinBytes = "1K"
 	DefaultMaxBytes = "16G"
-	// DefaultAllReducePerf is where the GPUDirect-TCPXO NCCL test setup
-	// builds nccl-tests. No nccl-tests image is pinned yet, so this is not
-	// verified against one: set Params.AllReducePerf for an image that
-	// installs the binary elsewhere.
-	DefaultAllReducePerf = "/third_party/nccl-tests/build/all_reduce_perf"
 )
 
 // Fixed parts of the derived runtime.
@@ -46,8 +41,6 @@ const (
 	// both launcher and node pods: root's, because the ranks run as root, as
 	// the shipped torch workers do (IPC_LOCK is a root capability here).
 	SSHAuthMountPath = "/root/.ssh"
-	// SSHPort is the port sshd listens on and the launcher's ssh dials.
-	SSHPort = 22
 	// FrameworkMPI is the trainer.kubeflow.org/framework label value: the
 	// Kubeflow SDK lists only runtimes that carry the label.
 	FrameworkMPI = "mpi"
@@ -65,11 +58,11 @@ type Params struct {
 	Namespace string
 	// Name defaults to DefaultName.
 	Name string
-	// Image is required: an nccl-tests image with OpenMPI 4.x mpirun and
-	// all_reduce_perf (built with MPI=1), pinned as repo:tag@sha256:<64 hex>.
-	// There is no default: the BOM does not pin one yet, and a guessed image
-	// is exactly the silent substitute this project refuses. See the package
-	// documentation for everything the image must provide.
+	// Image is required: an nccl-tests image with OpenMPI mpirun, sshd and
+	// all_reduce_perf built with MPI=1, pinned as repo:tag@sha256:<64 hex>.
+	// ParamsFor gives the pinned installer image, which is the image Google
+	// runs nccl-tests from. See the package documentation for everything
+	// the image must provide.
 	Image string
 	// NumNodes defaults to DefaultNumNodes and must be at least 2: on one
 	// node NCCL uses NVLink only and the number says nothing about the GPU
@@ -78,10 +71,21 @@ type Params struct {
 	// MinBytes and MaxBytes are nccl-tests sizes (a number with an optional
 	// K, M or G suffix); they default to DefaultMinBytes and DefaultMaxBytes.
 	MinBytes, MaxBytes string
-	// AllReducePerf is the absolute path of all_reduce_perf in Image;
-	// default DefaultAllReducePerf. Absolute because ranks start in an ssh
+	// AllReducePerf is required: the absolute path of the MPI build of
+	// all_reduce_perf in Image. Absolute because ranks start in an ssh
 	// session, whose PATH is sshd's, not the image's.
 	AllReducePerf string
+	// SSHPort is required: the port the node pods' sshd listens on and the
+	// launcher's ssh dials.
+	SSHPort int
+}
+
+// ParamsFor returns the benchmark parameters read from the pinned
+// installer image: the image itself (Google's samples run nccl-tests from
+// it), its MPI build of all_reduce_perf and the port its sshd_config sets.
+// The caller fills Namespace and may override the rest.
+func ParamsFor(p runtimes.Pins) Params {
+	return Params{Image: p.InstallerImage, AllReducePerf: p.AllReducePerfMPI, SSHPort: p.SSHDPort}
 }
 
 // ErrParams is wrapped by every error about Params.
@@ -127,9 +131,6 @@ func (p Params) withDefaults() (Params, error) {
 	if p.MaxBytes == "" {
 		p.MaxBytes = DefaultMaxBytes
 	}
-	if p.AllReducePerf == "" {
-		p.AllReducePerf = DefaultAllReducePerf
-	}
 
 	var probs []string
 	switch {
@@ -165,6 +166,9 @@ func (p Params) withDefaults() (Params, error) {
 			probs = append(probs, fmt.Sprintf("minBytes %s is larger than maxBytes %s", p.MinBytes, p.MaxBytes))
 		}
 	}
+	if p.SSHPort < 1 || p.SSHPort > 65535 {
+		probs = append(probs, fmt.Sprintf("sshPort %d is not a port: give the port the image's sshd listens on (the installer image's is in its sshd_config)", p.SSHPort))
+	}
 	if !path.IsAbs(p.AllReducePerf) || path.Clean(p.AllReducePerf) != p.AllReducePerf {
 		probs = append(probs, fmt.Sprintf("allReducePerf %q is not a clean absolute path: ranks start in an ssh session whose PATH is not the image's; give the binary's full path in the image", p.AllReducePerf))
 	}
@@ -179,7 +183,7 @@ func (p Params) withDefaults() (Params, error) {
 // benchmark image is held to what every shipped image is.
 func imageProblem(ref string) string {
 	if strings.TrimSpace(ref) == "" {
-		return "image is empty: give the nccl-tests image (mpirun and all_reduce_perf) pinned as repo:tag@sha256:<64 hex>; there is no default because the BOM pins none yet"
+		return "image is empty: give the nccl-tests image (mpirun, sshd and all_reduce_perf) pinned as repo:tag@sha256:<64 hex>, or start from the pinned installer image"
 	}
 	base, _, _ := strings.Cut(ref, "@")
 	i := strings.LastIndexByte(base, ':')
@@ -336,7 +340,7 @@ func Derive(shipped *trainer.ClusterTrainingRuntime, p Params) (*trainer.Trainin
 	nodePod := src.pod.DeepCopy()
 	for i := range nodePod.Spec.Containers {
 		if nodePod.Spec.Containers[i].Name == runtimes.NodeContainer {
-			ownNodeContainer(&nodePod.Spec.Containers[i], p.Image)
+			ownNodeContainer(&nodePod.Spec.Containers[i], p.Image, p.SSHPort)
 		}
 	}
 
@@ -427,19 +431,22 @@ func nodePrelude() string {
 	return strings.Join([]string{"set -eu", "mkdir -p /run/sshd", "ssh-keygen -A", execArgv}, "; ")
 }
 
-// sshdArgv runs sshd in the foreground (-D) logging to stderr (-e). Strict
-// modes are off because the key Secret's mount point is group/world
-// writable, for which sshd would refuse authorized_keys.
-func sshdArgv() []string {
-	return []string{"/usr/sbin/sshd", "-De", "-o", "StrictModes=no"}
+// sshdArgv runs sshd in the foreground (-D) logging to stderr (-e) on the
+// port the launcher dials; -p repeats the image's configured port so an
+// override image cannot silently listen elsewhere. Strict modes are off
+// because the key Secret's mount point is group/world writable, for which
+// sshd would refuse authorized_keys.
+func sshdArgv(port int) []string {
+	return []string{"/usr/sbin/sshd", "-De", "-p", strconv.Itoa(port), "-o", "StrictModes=no"}
 }
 
 // rshArgs are the ssh options mpirun uses to start its daemons. On the
 // command line they replace the MPI plugin's OMPI_MCA_plm_rsh_args, so the
 // plugin's value comes first.
-func rshArgs() string {
+func rshArgs(port int) string {
 	return strings.Join([]string{
 		constants.OpenMPIEnvDefaultValueRSHArgs,
+		"-p", strconv.Itoa(port),
 		"-i", launcherKeyFile(),
 		"-o", "StrictHostKeyChecking=no",
 		"-o", "UserKnownHostsFile=/dev/null",
@@ -460,7 +467,7 @@ func mpirunArgv(p Params, names []string) []string {
 		"--mca", "btl", "tcp,self",
 		"--mca", "btl_tcp_if_include", eth0,
 		"--mca", "oob_tcp_if_include", eth0,
-		"--mca", "plm_rsh_args", rshArgs(),
+		"--mca", "plm_rsh_args", rshArgs(p.SSHPort),
 	}
 	for _, n := range names {
 		argv = append(argv, "-x", n)
@@ -510,13 +517,13 @@ func clearOwned(c *corev1.Container) {
 
 // ownNodeContainer turns a copy of the shipped node container into the
 // benchmark's sshd container.
-func ownNodeContainer(c *corev1.Container, image string) {
+func ownNodeContainer(c *corev1.Container, image string, port int) {
 	clearOwned(c)
 	c.Image = image
 	c.Command = []string{"/bin/sh", "-c", nodePrelude()}
-	c.Args = sshdArgv()
+	c.Args = sshdArgv(port)
 	c.ReadinessProbe = &corev1.Probe{
-		ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(SSHPort)}},
+		ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt(port)}},
 		PeriodSeconds: 5,
 	}
 }

@@ -44,6 +44,8 @@ func Checks() []Check {
 		{"generated-output-reproducible", "re-extracting from the recorded source reproduces the generated code and goldens", checkReproducible},
 		{"no-retired-daemon-flags", "no tcpxo-daemon argument is a flag the release notes retired", checkRetiredFlags},
 		{"trainer-version-matches-gomod", "the BOM's trainer version is the one go.mod links", checkTrainerVersion},
+		{"daemon-invocation-runs-image-script", "the shipped tcpxo-daemon command runs the entry script the daemon image carries", checkDaemonInvocation},
+		{"worker-cuda-matches-installer", "the worker image's CUDA major is the installer's (the plugin loads its libcudart)", checkWorkerCUDA},
 	}
 }
 
@@ -151,12 +153,9 @@ func checkImages(_ context.Context, t *Tree) Result {
 	}
 	var problems []string
 	imgs := manifestImages(t.Manifests)
-	examples := 0
 	for _, im := range imgs {
 		role, known := byRepo[repository(im.ref)]
 		switch {
-		case im.file == derive.GoldenPath && im.ref == derive.ExampleImage:
-			examples++ // the benchmark's own image: an example until the BOM pins one
 		case !strings.Contains(im.ref, "@sha256:"):
 			problems = append(problems, fmt.Sprintf("%s %s: %q is not pinned by digest", im.file, im.where, im.ref))
 		case !known:
@@ -168,7 +167,7 @@ func checkImages(_ context.Context, t *Tree) Result {
 	if len(problems) > 0 {
 		return fail(files, "pin images only in bom/bom.yaml and "+regenerate+"; never edit a manifest's image by hand", "%s", strings.Join(problems, "; "))
 	}
-	return pass("%d image references in %d manifests: all BOM pins but %d example benchmark image(s)", len(imgs), len(t.Manifests), examples)
+	return pass("%d image references in %d manifests: all BOM pins", len(imgs), len(t.Manifests))
 }
 
 // shippedRuntime decodes the runtime golden's node pod.
@@ -511,4 +510,66 @@ func checkTrainerVersion(_ context.Context, t *Tree) Result {
 			"%s says trainer %s, go.mod requires %s %s: the proofs would validate against CRDs and a framework that do not ship", bom.RepoPath, tr.Version, tr.Module, linked)
 	}
 	return pass("%s %s in both", tr.Module, tr.Version)
+}
+
+// checkDaemonInvocation fails when the shipped daemon container would not
+// run the script the daemon image carries: a command that execs the script
+// directly needs its exec bit, which the published image does not set, so
+// the pod would fail with "permission denied" and never reach the fabric.
+func checkDaemonInvocation(_ context.Context, t *Tree) Result {
+	files := []string{runtimes.GoldenRuntime, GeneratedFile}
+	if r := need(files, t.GeneratedErr); r != nil {
+		return *r
+	}
+	pod, err := shippedPod(t)
+	if err != nil {
+		return fail(files, regenerate, "%v", err)
+	}
+	i := slices.IndexFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == runtimes.DaemonContainer })
+	if i < 0 {
+		return fail(files, regenerate, "%s has no %s init container", runtimes.GoldenRuntime, runtimes.DaemonContainer)
+	}
+	g := t.Generated
+	if why := invocationProblem(pod.Spec.InitContainers[i].Command, g.DaemonEntrypoint, g.DaemonEntryScript, g.DaemonEntryScriptMode); why != "" {
+		return fail(files, "derive the daemon command from the generated DaemonEntrypoint (the image's own) and "+regenerate, "%s %s: %s", runtimes.GoldenRuntime, runtimes.DaemonContainer, why)
+	}
+	return pass("%q runs %s (mode %04o in the image)", pod.Spec.InitContainers[i].Command, g.DaemonEntryScript, g.DaemonEntryScriptMode)
+}
+
+// invocationProblem says why command would not run script, or returns "".
+// An empty command runs the image's entrypoint, which does.
+func invocationProblem(command, entrypoint []string, script string, mode int) string {
+	switch {
+	case len(command) == 0, slices.Equal(command, entrypoint):
+		return ""
+	case command[0] == script && mode&0o111 == 0:
+		return fmt.Sprintf("the command execs %s, which the daemon image carries with mode %04o (no exec bit): the container would fail with \"permission denied\"; run it as the image does, %q", script, mode, entrypoint)
+	case command[0] == script:
+		return ""
+	case len(command) > 1 && slices.Contains([]string{"bash", "sh", "/bin/bash", "/bin/sh"}, command[0]) && command[1] == script:
+		return ""
+	}
+	return fmt.Sprintf("the command %q does not run %s, the script the daemon image's entrypoint %q runs", command, script, entrypoint)
+}
+
+// checkWorkerCUDA compares the worker image's declared CUDA major with the
+// installer's, read from the installer image config: the NCCL plugin loads
+// libcudart.so.<major> from the workload image, so a CUDA 12 worker cannot
+// load a CUDA 13 plugin (v1.0.17).
+func checkWorkerCUDA(_ context.Context, t *Tree) Result {
+	files := []string{bom.RepoPath, GeneratedFile}
+	if r := need(files, t.BOMErr, t.GeneratedErr); r != nil {
+		return *r
+	}
+	installer, err := extract.CUDAMajor(t.Generated.CUDAVersion)
+	if err != nil {
+		return fail(files, regenerate, "generated CUDAVersion: %v", err)
+	}
+	w := t.BOM.Images.Worker
+	if w.CUDAMajor != installer {
+		return fail(files, fmt.Sprintf("pin a worker image built for CUDA %d and set images.worker.cudaMajor: %d", installer, installer),
+			"the worker %s declares CUDA %d, but installer %s is built on CUDA %s: the plugin would fail to load libcudart.so.%d in the worker",
+			w.Reference, w.CUDAMajor, t.Generated.PluginVersion, t.Generated.CUDAVersion, installer)
+	}
+	return pass("worker and installer %s both CUDA %d", t.Generated.PluginVersion, installer)
 }

@@ -87,13 +87,13 @@ type options struct {
 }
 
 func (c command) run(ctx context.Context, args []string, s cli.Streams) error {
-	fs := cli.NewFlags("validate", "validate --recipe FILE --benchmark-image REF [--kubeconfig F] [--context C] [--namespace NS] [--nodes N] [--trainer-manifests FILE] [--timeout D] [--out DIR] [--dry-run]", s)
+	fs := cli.NewFlags("validate", "validate --recipe FILE [--benchmark-image REF] [--kubeconfig F] [--context C] [--namespace NS] [--nodes N] [--trainer-manifests FILE] [--timeout D] [--out DIR] [--dry-run]", s)
 	var o options
 	fs.StringVar(&o.recipe, "recipe", "", "recipe of the cluster: criteria, declared components, GPU-NIC mapping and the busbw floor (required)")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the pod's service account)")
 	fs.StringVar(&o.kubeContext, "context", "", "kubeconfig context (default: the current context)")
 	fs.StringVar(&o.namespace, "namespace", DefaultNamespace, "namespace the benchmark TrainingRuntime and TrainJob are created in; it must exist")
-	fs.StringVar(&o.image, "benchmark-image", "", "nccl-tests image with OpenMPI mpirun and all_reduce_perf, pinned as repo:tag@sha256:<64 hex> (required; the BOM pins none yet)")
+	fs.StringVar(&o.image, "benchmark-image", "", "override the benchmark image (default: the pinned installer image, which carries the MPI build of nccl-tests and sshd); pinned as repo:tag@sha256:<64 hex>, with all_reduce_perf and sshd where the installer image has them")
 	fs.IntVar(&o.nodes, "nodes", int(derive.DefaultNumNodes), "GPU nodes the benchmark spans (at least 2)")
 	fs.StringVar(&o.trainerManifests, "trainer-manifests", "", "the pinned Kubeflow Trainer's install manifests, needed only when the policy installs the trainer (the recipe does not declare it and the cluster has none)")
 	fs.DurationVar(&o.timeout, "timeout", DefaultTimeout, "bound on the live run: trainer install, benchmark and waiting for it (teardown has its own bound)")
@@ -166,7 +166,13 @@ func prepare(o options) (*validation, error) {
 	if err != nil {
 		return nil, err
 	}
-	params := derive.Params{Namespace: o.namespace, Name: "nccl-tests-tcpxo-" + runID, Image: o.image, NumNodes: int32(o.nodes)}
+	// The benchmark runs from the pinned installer image, as Google's own
+	// nccl-tests samples do; --benchmark-image replaces only the image.
+	params := derive.ParamsFor(in.Pins)
+	params.Namespace, params.Name, params.NumNodes = o.namespace, "nccl-tests-tcpxo-"+runID, int32(o.nodes)
+	if o.image != "" {
+		params.Image = o.image
+	}
 	if _, err := derive.Derive(rendered, params); err != nil {
 		if errors.Is(err, derive.ErrParams) {
 			return nil, cli.BadInput("benchmark (--benchmark-image, --namespace, --nodes): %w", err)
