@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -16,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/validators/realize"
 )
@@ -34,7 +36,14 @@ func shipped(t testing.TB) *trainer.ClusterTrainingRuntime {
 	return rt
 }
 
-func testParams() Params { return Params{Namespace: testNamespace, Image: testImage} }
+// testParams are the pinned installer's benchmark facts with a test image:
+// the image, binary and port come from the generated constants, as they do
+// for every real derivation.
+func testParams() Params {
+	p := ParamsFor(runtimes.GeneratedPins())
+	p.Namespace, p.Image = testNamespace, testImage
+	return p
+}
 
 func derive(t testing.TB, s *trainer.ClusterTrainingRuntime, p Params) *trainer.TrainingRuntime {
 	t.Helper()
@@ -175,8 +184,12 @@ func TestNodePodIsShippedPodExceptWhatItRuns(t *testing.T) {
 		!strings.HasSuffix(c.Command[2], `exec "$0" "$@"`) {
 		t.Errorf("node command = %q %q, want sshd in the foreground behind the prelude", c.Command, c.Args)
 	}
-	if p := c.ReadinessProbe; p == nil || p.TCPSocket == nil || p.TCPSocket.Port.IntValue() != SSHPort {
-		t.Errorf("node readinessProbe = %+v, want TCP %d (the launcher waits for Ready)", p, SSHPort)
+	port := tcpxo.SSHDPort
+	if p := c.ReadinessProbe; p == nil || p.TCPSocket == nil || p.TCPSocket.Port.IntValue() != port {
+		t.Errorf("node readinessProbe = %+v, want TCP %d (the launcher waits for Ready)", p, port)
+	}
+	if !hasSeq(c.Args, "-p", strconv.Itoa(port)) {
+		t.Errorf("sshd args %q do not name port %d", c.Args, port)
 	}
 
 	sc := shippedNodeContainer(t, s)
@@ -331,7 +344,15 @@ func TestLauncherCommand(t *testing.T) {
 		}
 	}
 
-	tail := []string{DefaultAllReducePerf, "-b", "1K", "-e", "16G", "-f", "2", "-g", "1"}
+	// The MPI build from the installer image, never the plain build, which
+	// under mpirun runs one single-GPU test per rank.
+	tail := []string{tcpxo.AllReducePerfMPI, "-b", "1K", "-e", "16G", "-f", "2", "-g", "1"}
+	if !strings.Contains(tcpxo.AllReducePerfMPI, "nccl-tests-mpi") {
+		t.Errorf("the generated all_reduce_perf %q is not the MPI build", tcpxo.AllReducePerfMPI)
+	}
+	if rsh := argv[slices.Index(argv, "plm_rsh_args")+1]; !strings.Contains(rsh, "-p "+strconv.Itoa(tcpxo.SSHDPort)) {
+		t.Errorf("mpirun ssh args %q do not dial port %d", rsh, tcpxo.SSHDPort)
+	}
 	if len(argv) < len(tail) || !slices.Equal(argv[len(argv)-len(tail):], tail) {
 		t.Errorf("mpirun program = %q, want it to end with %q", argv, tail)
 	}
@@ -361,7 +382,7 @@ func TestLauncherIsNotARank(t *testing.T) {
 func TestParamsOverrides(t *testing.T) {
 	s := shipped(t)
 	p := Params{Namespace: "team-a", Name: "bench-small", Image: testImage, NumNodes: 4,
-		MinBytes: "8", MaxBytes: "2g", AllReducePerf: "/opt/nccl-tests/all_reduce_perf"}
+		MinBytes: "8", MaxBytes: "2g", AllReducePerf: "/opt/nccl-tests/all_reduce_perf", SSHPort: 2022}
 	rt := derive(t, s, p)
 	if rt.Name != "bench-small" || rt.Namespace != "team-a" || ptr.Deref(rt.Spec.MLPolicy.NumNodes, 0) != 4 {
 		t.Errorf("runtime %s/%s numNodes %d", rt.Namespace, rt.Name, ptr.Deref(rt.Spec.MLPolicy.NumNodes, 0))
@@ -393,7 +414,7 @@ func TestDeriveRejectsBadParams(t *testing.T) {
 		{"empty namespace", func(p *Params) { p.Namespace = "" }, []string{"namespace is empty"}},
 		{"invalid namespace", func(p *Params) { p.Namespace = "Bench_1" }, []string{`namespace "Bench_1"`}},
 		{"invalid name", func(p *Params) { p.Name = "Nccl Tests" }, []string{`name "Nccl Tests"`}},
-		{"empty image", func(p *Params) { p.Image = "" }, []string{"image is empty", "no default"}},
+		{"empty image", func(p *Params) { p.Image = "" }, []string{"image is empty", "pinned installer image"}},
 		{"image by tag only", func(p *Params) { p.Image = "registry.example/nccl-tests:2.x" }, []string{"not pinned by digest", "has no digest"}},
 		{"image by digest only", func(p *Params) { p.Image = strings.Replace(testImage, ":2.x@", "@", 1) }, []string{"has no tag"}},
 		{"image with short digest", func(p *Params) { p.Image = "registry.example/nccl-tests:2.x@sha256:abcd" }, []string{"4 hex characters"}},

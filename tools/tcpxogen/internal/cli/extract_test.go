@@ -47,6 +47,7 @@ func scratchRoot(t *testing.T) string {
 	dst := t.TempDir()
 	copyTree(t, filepath.Join(real, "bom"), filepath.Join(dst, "bom"), func(p string) bool { return strings.HasSuffix(p, ".yaml") })
 	copyTree(t, filepath.Join(real, extract.TestdataDir), filepath.Join(dst, extract.TestdataDir), nil)
+	copyTree(t, filepath.Join(real, extract.DaemonTestdataDir), filepath.Join(dst, extract.DaemonTestdataDir), nil)
 	writeFile(t, filepath.Join(dst, "go.mod"), "module github.com/tcpxogen/tcpxogen\n\ngo 1.26.0\n")
 	return dst
 }
@@ -317,7 +318,7 @@ func TestExtractRefusesHostileImages(t *testing.T) {
 			before := snapshot(t, root, layoutDir)
 			beforeOutside := snapshot(t, outside, "")
 
-			args := append([]string{"extract", "--root", root, "--source", "oci-layout:layout", "--cache-dir", filepath.Join(outside, "cache")}, hc.args...)
+			args := append([]string{"extract", "--root", root, "--source", "oci-layout:layout", "--daemon-source", "testdata", "--cache-dir", filepath.Join(outside, "cache")}, hc.args...)
 			code, stdout, stderr := runCLI(t, args...)
 			if code != ExitFailure {
 				t.Fatalf("exit %d, want 1; stderr: %s", code, stderr)
@@ -370,7 +371,7 @@ func TestExtractRegistryCorruptBlob(t *testing.T) {
 
 	root := scratchRoot(t)
 	cache := t.TempDir()
-	code, _, stderr := runCLI(t, "extract", "--root", root, "--source", ref, "--cache-dir", cache)
+	code, _, stderr := runCLI(t, "extract", "--root", root, "--source", ref, "--daemon-source", "testdata", "--cache-dir", cache)
 	if code != ExitOK {
 		t.Fatalf("intact image: exit %d: %s", code, stderr)
 	}
@@ -387,7 +388,7 @@ func TestExtractRegistryCorruptBlob(t *testing.T) {
 	writeFile(t, filepath.Join(root2, "generated/tcpxo", GeneratedFile), "// previous output\npackage tcpxo\n")
 	before := snapshot(t, root2, "")
 	cache2 := t.TempDir()
-	code, _, stderr = runCLI(t, "extract", "--root", root2, "--source", ref, "--cache-dir", cache2)
+	code, _, stderr = runCLI(t, "extract", "--root", root2, "--source", ref, "--daemon-source", "testdata", "--cache-dir", cache2)
 	if code != ExitFailure || !strings.Contains(stderr, top.Hex[:12]) {
 		t.Fatalf("corrupt blob: exit %d, stderr %q; want exit 1 naming the layer", code, stderr)
 	}

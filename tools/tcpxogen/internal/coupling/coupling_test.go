@@ -50,7 +50,15 @@ func copyRepo(t *testing.T) string {
 		}
 		write(t, dst, rel, string(data))
 	}
-	tree := filepath.Join(src, extract.TestdataDir)
+	for _, tree := range []string{filepath.Join(src, extract.TestdataDir), filepath.Join(src, extract.DaemonTestdataDir)} {
+		copyDir(src, dst, tree)
+	}
+	return dst
+}
+
+// copyDir copies the tree under src/tree to the same place under dst, modes
+// and symlinks kept.
+func copyDir(src, dst, tree string) {
 	filepath.WalkDir(tree, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -66,7 +74,6 @@ func copyRepo(t *testing.T) string {
 		info, _ := d.Info()
 		return os.WriteFile(target, data, info.Mode().Perm())
 	})
-	return dst
 }
 
 func read(t *testing.T, root, rel string) string {
@@ -140,8 +147,8 @@ func assertFails(t *testing.T, rep Report, id string, fragments ...string) {
 func TestRealTreePasses(t *testing.T) {
 	rep := check(t, realRoot(t))
 	assertPasses(t, rep)
-	if len(rep.Results) != 10 {
-		t.Fatalf("%d checks, want 10", len(rep.Results))
+	if len(rep.Results) != len(Checks()) {
+		t.Fatalf("%d results for %d checks", len(rep.Results), len(Checks()))
 	}
 	if rep.Substitute == "" {
 		t.Error("the committed reconstruction data must be reported as a substitute")
@@ -323,10 +330,32 @@ func TestBenchmarkWiringDriftFails(t *testing.T) {
 	}
 }
 
-func TestBenchmarkImageOnlyExemptAsTheExample(t *testing.T) {
+func TestBenchmarkImageIsTheBOMInstaller(t *testing.T) {
 	root := copyRepo(t)
-	edit(t, root, derive.GoldenPath, derive.ExampleImage, "registry.example/nccl-tests:latest")
+	b, err := bom.Load(filepath.Join(root, bom.RepoPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(t, root, derive.GoldenPath, b.Images.Installer.Reference, "registry.example/nccl-tests:latest")
 	assertFails(t, check(t, root), "images-pinned-from-bom", "registry.example/nccl-tests:latest", "not pinned by digest")
+}
+
+func TestDaemonInvocationMustRunTheImageScript(t *testing.T) {
+	root := copyRepo(t)
+	edit(t, root, runtimes.GoldenRuntime, "                  command:\n                  - bash\n                  - /fts/entrypoint_rxdm_container.sh\n", "                  command:\n                  - /fts/entrypoint_rxdm_container.sh\n")
+	assertFails(t, check(t, root), "daemon-invocation-runs-image-script", "mode 0644", "permission denied")
+	root = copyRepo(t)
+	edit(t, root, runtimes.GoldenRuntime, "                  - /fts/entrypoint_rxdm_container.sh\n", "                  - /fts/other.sh\n")
+	assertFails(t, check(t, root), "daemon-invocation-runs-image-script", "does not run /fts/entrypoint_rxdm_container.sh")
+}
+
+func TestWorkerCUDAMajorMustMatchInstaller(t *testing.T) {
+	root := copyRepo(t)
+	edit(t, root, bom.RepoPath, "    cudaMajor: 12\n", "    cudaMajor: 13\n")
+	assertFails(t, check(t, root), "worker-cuda-matches-installer", "declares CUDA 13", "CUDA 12.8.0")
+	root = copyRepo(t)
+	edit(t, root, GeneratedFile, `CUDAVersion = "12.8.0"`, `CUDAVersion = "13.2.0"`)
+	assertFails(t, check(t, root), "worker-cuda-matches-installer", "declares CUDA 12", "CUDA 13.2.0")
 }
 
 func TestUnreadableInputsFailEveryDependentCheck(t *testing.T) {

@@ -25,7 +25,6 @@ func TestBadInputExits2WithoutConnecting(t *testing.T) {
 		{"no recipe", []string{"--benchmark-image", pinnedImage}, []string{"--recipe is required"}},
 		{"recipe not found", []string{"--recipe", "no-such.yaml", "--benchmark-image", pinnedImage}, []string{"no-such.yaml", "check the --recipe path"}},
 		{"bad recipe", []string{"--recipe", badRecipe, "--benchmark-image", pinnedImage}, []string{badRecipe, "constraints[0].value"}},
-		{"no benchmark image", []string{"--recipe", recipePath(declared)}, []string{"--benchmark-image", "image is empty", "repo:tag@sha256:<64 hex>"}},
 		{"benchmark image by tag", []string{"--recipe", recipePath(declared), "--benchmark-image", "nvcr.io/example/nccl-tests:2.16.4"}, []string{"--benchmark-image", "not pinned by digest", "has no digest"}},
 		{"benchmark image without tag", []string{"--recipe", recipePath(declared), "--benchmark-image", "nvcr.io/example/nccl-tests@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}, []string{"has no tag"}},
 		{"one node", []string{"--recipe", recipePath(declared), "--benchmark-image", pinnedImage, "--nodes", "1"}, []string{"--nodes 1", "at least 2"}},

@@ -35,7 +35,7 @@ func TestWorkersWired(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bench, err := derive.Derive(shipped, derive.Params{Namespace: "default", Image: derive.ExampleImage})
+	bench, err := derive.Derive(shipped, withNamespace(derive.ParamsFor(runtimes.GeneratedPins()), "default"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,4 +58,9 @@ func TestWorkersWired(t *testing.T) {
 	if err := workersWired(context.Background(), fake.NewClientset(), "default", "job", bench); err == nil {
 		t.Fatal("a run without worker pods passed")
 	}
+}
+
+func withNamespace(p derive.Params, ns string) derive.Params {
+	p.Namespace = ns
+	return p
 }
