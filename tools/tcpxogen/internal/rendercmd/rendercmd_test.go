@@ -10,6 +10,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 )
 
@@ -104,5 +105,17 @@ func TestRenderUsage(t *testing.T) {
 	}
 	if code, _, _ := render(t, "runtime", "--help"); code != cli.ExitOK {
 		t.Errorf("--help: exit %d", code)
+	}
+}
+
+func TestRenderWorkerImageNamesTheCUDAMajor(t *testing.T) {
+	img := "registry.example/train:v1@sha256:" + strings.Repeat("a", 64)
+	code, out, stderr := render(t, "runtime", "--interfaces", valid, "--worker-image", img)
+	if code != cli.ExitOK || !strings.Contains(out, img) {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	major, _, _ := strings.Cut(tcpxo.CUDAVersion, ".")
+	if want := "must be built for CUDA " + major + " "; !strings.Contains(stderr, want) || !strings.Contains(stderr, "libcudart.so."+major) {
+		t.Errorf("stderr %q does not say the worker needs CUDA %s", stderr, major)
 	}
 }
