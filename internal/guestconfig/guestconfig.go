@@ -131,7 +131,7 @@ var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // Parse reads a guest config file's rules, in file order. file names the
 // data in errors. Anything Parse does not understand is an error: a rule set
 // with a rule silently dropped would pass an environment the checker aborts.
-func Parse(file string, data []byte) (rules []Rule, err error) {
+func Parse(file string, data []byte) ([]Rule, error) {
 	if len(data) > MaxSize {
 		return nil, &Error{File: file, Err: ErrTooLarge,
 			Problem: fmt.Sprintf("is %d bytes, more than the %d a guest config checker file can plausibly hold", len(data), MaxSize),
