@@ -2,6 +2,7 @@ package runtimes
 
 import (
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
 	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
 )
 
@@ -28,6 +29,10 @@ type Pins struct {
 	SSHDPort            int      // the port the installer image's sshd listens on
 	AllReducePerfMPI    string   // the MPI build of all_reduce_perf in the installer image
 	DaemonEntrypoint    []string // the daemon image's entrypoint (interpreter and script)
+
+	// GuestRules are the installer's guest config checker rules by profile
+	// name: what every check that judges env holds the env to.
+	GuestRules map[string][]guestconfig.Rule
 }
 
 // GeneratedPins are the pins of generated/tcpxo.
@@ -49,7 +54,19 @@ func GeneratedPins() Pins {
 		SSHDPort:            tcpxo.SSHDPort,
 		AllReducePerfMPI:    tcpxo.AllReducePerfMPI,
 		DaemonEntrypoint:    tcpxo.DaemonEntrypoint(),
+		GuestRules: map[string][]guestconfig.Rule{
+			ProfileDefault: rulesOf(tcpxo.DefaultGuestRules()),
+			ProfileSimple:  rulesOf(tcpxo.SimpleGuestRules()),
+		},
 	}
+}
+
+func rulesOf(rules []tcpxo.GuestRule) []guestconfig.Rule {
+	out := make([]guestconfig.Rule, len(rules))
+	for i, r := range rules {
+		out[i] = guestconfig.Rule{Name: r.Name, Value: r.Value, Policy: guestconfig.Policy(r.Policy)}
+	}
+	return out
 }
 
 func envOf(vars []tcpxo.EnvVar) []bom.EnvVar {

@@ -11,6 +11,15 @@ type EnvVar struct {
 	Value string
 }
 
+// GuestRule is one env_var rule of the installer's guest config checker. At NCCL
+// init the plugin aborts or hangs a workload that breaks a POLICY_ENFORCED rule;
+// a POLICY_RECOMMENDED difference is reported.
+type GuestRule struct {
+	Name   string
+	Value  string
+	Policy string
+}
+
 const (
 	// PluginVersion is the NCCL plugin version of record: the pinned installer
 	// tag. The plugin compiles its version in as integers; the image carries no
@@ -294,6 +303,118 @@ func SimpleProfile() []EnvVar {
 	}
 }
 
+// DefaultGuestRules returns the rules of a3plus_guest_config.textproto, which the default profile points the checker at, in file order. Each call returns a fresh slice.
+func DefaultGuestRules() []GuestRule {
+	return []GuestRule{
+		{
+			Name:   "NCCL_CROSS_NIC",
+			Policy: "POLICY_ENFORCED",
+			Value:  "0",
+		},
+		{
+			Name:   "NCCL_PROTO",
+			Policy: "POLICY_ENFORCED",
+			Value:  "Simple,LL128",
+		},
+		{
+			Name:   "NCCL_MIN_NCHANNELS",
+			Policy: "POLICY_ENFORCED",
+			Value:  "4",
+		},
+		{
+			Name:   "NCCL_NVLSTREE_MAX_CHUNKSIZE",
+			Policy: "POLICY_ENFORCED",
+			Value:  "131072",
+		},
+		{
+			Name:   "NCCL_P2P_NET_CHUNKSIZE",
+			Policy: "POLICY_ENFORCED",
+			Value:  "524288",
+		},
+		{
+			Name:   "NCCL_P2P_PCI_CHUNKSIZE",
+			Policy: "POLICY_ENFORCED",
+			Value:  "524288",
+		},
+		{
+			Name:   "NCCL_P2P_NVL_CHUNKSIZE",
+			Policy: "POLICY_ENFORCED",
+			Value:  "1048576",
+		},
+		{
+			Name:   "NCCL_FASTRAK_NUM_FLOWS",
+			Policy: "POLICY_ENFORCED",
+			Value:  "2",
+		},
+		{
+			Name:   "NCCL_FASTRAK_ENABLE_CONTROL_CHANNEL",
+			Policy: "POLICY_ENFORCED",
+			Value:  "0",
+		},
+		{
+			Name:   "NCCL_BUFFSIZE",
+			Policy: "POLICY_ENFORCED",
+			Value:  "8388608",
+		},
+		{
+			Name:   "NCCL_FASTRAK_USE_SNAP",
+			Policy: "POLICY_ENFORCED",
+			Value:  "1",
+		},
+		{
+			Name:   "NCCL_FASTRAK_USE_LLCM",
+			Policy: "POLICY_ENFORCED",
+			Value:  "1",
+		},
+		{
+			Name:   "NCCL_NET_GDR_LEVEL",
+			Policy: "POLICY_ENFORCED",
+			Value:  "PIX",
+		},
+		{
+			Name:   "NCCL_FASTRAK_ENABLE_HOTPATH_LOGGING",
+			Policy: "POLICY_ENFORCED",
+			Value:  "0",
+		},
+		{
+			Name:   "NCCL_TUNER_PLUGIN",
+			Policy: "POLICY_RECOMMENDED",
+			Value:  "libnccl-tuner.so",
+		},
+	}
+}
+
+// SimpleGuestRules returns the rules of a3plus_guest_config_simple.textproto, which the simple profile points the checker at, in file order. Each call returns a fresh slice.
+func SimpleGuestRules() []GuestRule {
+	return []GuestRule{
+		{
+			Name:   "NCCL_CROSS_NIC",
+			Policy: "POLICY_ENFORCED",
+			Value:  "0",
+		},
+		{
+			Name:   "NCCL_ALGO",
+			Policy: "POLICY_ENFORCED",
+			Value:  "Ring,Tree",
+		},
+		{
+			Name:   "NCCL_PROTO",
+			Policy: "POLICY_ENFORCED",
+			Value:  "Simple",
+		},
+		{
+			Name:   "NCCL_MIN_NCHANNELS",
+			Policy: "POLICY_ENFORCED",
+			Value:  "4",
+		},
+		{
+			Name:   "NCCL_TUNER_PLUGIN",
+			Policy: "POLICY_RECOMMENDED",
+			Value:  "libnccl-tuner.so",
+		},
+	}
+}
+
 // PluginFiles returns the files seen under /plugins in the layers read.
 func PluginFiles() []string {
 	return []string{
@@ -337,10 +458,10 @@ const (
 	ProvenanceKind = "testdata"
 
 	// ProvenanceRead is the image actually read.
-	ProvenanceRead = "testdata/installer/v1.0.15@sha256:39f695b3f5f5348ef6eec2f34a8e229db77c0b880c4ef9a4c70f9a9e6410b565"
+	ProvenanceRead = "testdata/installer/v1.0.15@sha256:39f05ee18be58dcf6ff078a620f526d39cef6a64c59d1cc86cbaf7321d75ee9b"
 
 	// ProvenanceDigest is the manifest digest actually read.
-	ProvenanceDigest = "sha256:39f695b3f5f5348ef6eec2f34a8e229db77c0b880c4ef9a4c70f9a9e6410b565"
+	ProvenanceDigest = "sha256:39f05ee18be58dcf6ff078a620f526d39cef6a64c59d1cc86cbaf7321d75ee9b"
 
 	// ProvenanceSubstituted is true when the image read is not the pinned one;
 	// make release-check refuses such data.
@@ -351,6 +472,12 @@ const (
 
 	// ProvenanceSimpleProfileSHA256 is the sha256 of nccl-env-profile-simple.sh as read.
 	ProvenanceSimpleProfileSHA256 = "16eaaca538b8156872e13023ecf4a2c727c67de6b0193516a67348cf42d3b10a"
+
+	// ProvenanceDefaultGuestConfigSHA256 is the sha256 of a3plus_guest_config.textproto as read.
+	ProvenanceDefaultGuestConfigSHA256 = "e6b4be58a8ac076dd90dd51c4810d82269b07539cda73fa60f92602b1c842ae1"
+
+	// ProvenanceSimpleGuestConfigSHA256 is the sha256 of a3plus_guest_config_simple.textproto as read.
+	ProvenanceSimpleGuestConfigSHA256 = "939d0a2b48208056b0bec8bf121982851bab487852361c22dd525f1d9d30d285"
 )
 
 // Daemon provenance: what was pinned and read for the tcpxo-daemon image facts.

@@ -15,13 +15,19 @@ import (
 	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
 )
 
-// reconstructionDir holds the reconstruction's guest configs (until they
-// move into the installer reconstruction tree).
-var reconstructionDir = filepath.Join("..", "guestconfig", "testdata")
+// reconstructionPlugins holds a reconstructed installer's guest configs.
+func reconstructionPlugins(version string) string {
+	return filepath.Join("..", "..", "testdata", "installer", version, "layers", "80-precompiled", "plugins")
+}
 
 func loadRules(t *testing.T, rel string) []guestconfig.Rule {
 	t.Helper()
-	path := filepath.Join(reconstructionDir, rel)
+	// "reconstruction/<version>/<file>" names a reconstructed installer's
+	// config; anything else is under guestconfig's testdata.
+	path := filepath.Join("..", "guestconfig", "testdata", rel)
+	if parts := strings.Split(filepath.ToSlash(rel), "/"); len(parts) == 3 && parts[0] == "reconstruction" {
+		path = filepath.Join(reconstructionPlugins(parts[1]), parts[2])
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

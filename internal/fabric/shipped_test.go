@@ -27,7 +27,7 @@ func TestShippedEnvKeepsTheFabric(t *testing.T) {
 		runtimes.ProfileSimple:  "a3plus_guest_config_simple.textproto",
 	} {
 		t.Run(profile, func(t *testing.T) {
-			path := filepath.Join("..", "guestconfig", "testdata", "reconstruction", tcpxo.PluginVersion, file)
+			path := filepath.Join(reconstructionPlugins(tcpxo.PluginVersion), file)
 			data, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
@@ -74,4 +74,9 @@ func TestKnownValuesMatchTheWiring(t *testing.T) {
 			t.Errorf("adding %s=%s: %v, want one Note", name, value, got)
 		}
 	}
+}
+
+// reconstructionPlugins holds a reconstructed installer's guest configs.
+func reconstructionPlugins(version string) string {
+	return filepath.Join("..", "..", "testdata", "installer", version, "layers", "80-precompiled", "plugins")
 }

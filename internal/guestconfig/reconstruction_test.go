@@ -36,7 +36,7 @@ func TestReconstructionMatchesProfiles(t *testing.T) {
 				map[string]string{"NCCL_CROSS_NIC": "0", "NCCL_ALGO": "Ring,Tree", "NCCL_PROTO": "Simple", "NCCL_MIN_NCHANNELS": "4"}},
 		} {
 			t.Run(version+"/"+tc.file, func(t *testing.T) {
-				path := filepath.Join("testdata", "reconstruction", version, tc.file)
+				path := filepath.Join(plugins(version), tc.file)
 				data, err := os.ReadFile(path)
 				if err != nil {
 					t.Fatal(err)
@@ -77,7 +77,7 @@ func TestReconstructionMatchesProfiles(t *testing.T) {
 // reconstruction must not list them.
 func TestReconstructionDefaultOmitsUnexpected(t *testing.T) {
 	for _, version := range []string{"v1.0.15", "v1.0.14"} {
-		path := filepath.Join("testdata", "reconstruction", version, "a3plus_guest_config.textproto")
+		path := filepath.Join(plugins(version), "a3plus_guest_config.textproto")
 		data, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
@@ -92,4 +92,9 @@ func TestReconstructionDefaultOmitsUnexpected(t *testing.T) {
 			}
 		}
 	}
+}
+
+// plugins is where a reconstructed installer keeps its guest configs.
+func plugins(version string) string {
+	return filepath.Join("..", "..", "testdata", "installer", version, "layers", "80-precompiled", "plugins")
 }

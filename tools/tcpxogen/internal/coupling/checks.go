@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
+	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/emit"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/extract"
@@ -45,6 +47,7 @@ func Checks() []Check {
 		{"no-retired-daemon-flags", "no tcpxo-daemon argument is a flag the release notes retired", checkRetiredFlags},
 		{"trainer-version-matches-gomod", "the BOM's trainer version is the one go.mod links", checkTrainerVersion},
 		{"daemon-invocation-runs-image-script", "the shipped tcpxo-daemon command runs the entry script the daemon image carries", checkDaemonInvocation},
+		{"shipped-env-keeps-the-fabric", "the shipped env of every profile, overrides applied, keeps the guest config's rules and the fabric settings", checkKeepsFabric},
 		{"worker-cuda-matches-installer", "the worker image's CUDA major is the installer's (the plugin loads its libcudart)", checkWorkerCUDA},
 	}
 }
@@ -232,6 +235,55 @@ func checkShippedEnv(_ context.Context, t *Tree) Result {
 			"%s node env differs from profile+overrides: %s", runtimes.GoldenRuntime, strings.Join(diffs, "; "))
 	}
 	return pass("%d variables: %d from the profile, %d reviewed overrides", len(want), len(t.Generated.DefaultProfile), len(t.Overrides.Overrides))
+}
+
+// checkKeepsFabric holds the shipped env of each profile, reviewed
+// overrides applied, to the one fabric rule set: the installer's guest
+// config rules and the variables whose change routes NCCL off the fabric.
+// An override may not break it, whatever its reason: the plugin would abort
+// or hang the workload at NCCL init, or NCCL would silently use TCP.
+func checkKeepsFabric(_ context.Context, t *Tree) Result {
+	files := []string{bom.OverridesRepoPath, GeneratedFile}
+	if r := need(files, t.GeneratedErr, t.OverridesErr, t.ReleasesErr); r != nil {
+		return *r
+	}
+	pins := factpins.FromFacts(t.Generated)
+	in := &runtimes.Inputs{Pins: pins, Releases: t.Releases, Overrides: t.Overrides}
+	var fatal, warnings []string
+	enforced := 0
+	for _, profile := range slices.Sorted(maps.Keys(pins.Profiles)) {
+		shipped, err := in.WorkerEnv(profile)
+		if err != nil {
+			return fail(files, "delete or update the stale override in "+bom.OverridesRepoPath, "%v", err)
+		}
+		prof := make([]corev1.EnvVar, 0, len(pins.Profiles[profile]))
+		for _, v := range pins.Profiles[profile] {
+			prof = append(prof, corev1.EnvVar{Name: v.Name, Value: v.Value})
+		}
+		rules := pins.GuestRules[profile]
+		for _, r := range rules {
+			if r.Policy == guestconfig.Enforced {
+				enforced++
+			}
+		}
+		for _, f := range fabric.Check(prof, rules, shipped) {
+			switch f.Severity {
+			case fabric.Fatal:
+				fatal = append(fatal, fmt.Sprintf("%s profile: %s", profile, f))
+			case fabric.Warning:
+				warnings = append(warnings, fmt.Sprintf("%s profile: %s", profile, f.Path))
+			}
+		}
+	}
+	if len(fatal) > 0 {
+		return fail(files, "remove or correct the override in "+bom.OverridesRepoPath+" (a reason cannot make a fabric-losing change safe), then "+regenerate,
+			"%s", strings.Join(fatal, "; "))
+	}
+	msg := fmt.Sprintf("%d profiles keep %d enforced guest-config rules and every fabric setting", len(pins.Profiles), enforced)
+	if len(warnings) > 0 {
+		msg += fmt.Sprintf("; %d warning(s): %s", len(warnings), strings.Join(warnings, ", "))
+	}
+	return pass("%s", msg)
 }
 
 // envDiff lists how got differs from want, by name, order included.

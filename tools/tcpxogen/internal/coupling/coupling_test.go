@@ -397,3 +397,23 @@ func BenchmarkBOMCheck(b *testing.B) {
 		}
 	}
 }
+
+// TestOverrideCannotBreakTheFabric: a reviewed override with a reason is
+// still refused when it breaks an enforced guest-config rule or a fabric
+// setting (issue 10's reproduction: bom-check passed it 10 of 10).
+func TestOverrideCannotBreakTheFabric(t *testing.T) {
+	for _, tc := range []struct {
+		name, override string
+		want           []string
+	}{
+		{"socket interface", "  - {name: NCCL_SOCKET_IFNAME, action: replace, value: eth1, reason: x}\n", []string{"NCCL_SOCKET_IFNAME", "default profile"}},
+		{"enforced protocol", "  - {name: NCCL_PROTO, action: replace, value: LL128, reason: x}\n", []string{"NCCL_PROTO", "enforces"}},
+		{"transport added", "  - {name: NCCL_NET, action: add, value: Socket, reason: x}\n", []string{"NCCL_NET"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := copyRepo(t)
+			edit(t, root, bom.OverridesRepoPath, "overrides:\n", "overrides:\n"+tc.override)
+			assertFails(t, check(t, root), "shipped-env-keeps-the-fabric", tc.want...)
+		})
+	}
+}

@@ -31,6 +31,15 @@ func Go(pkg string, f *facts.Facts) ([]byte, error) {
 		jen.Id("Value").String(),
 	)
 	file.Line()
+	file.Comment("GuestRule is one env_var rule of the installer's guest config checker. At NCCL")
+	file.Comment("init the plugin aborts or hangs a workload that breaks a POLICY_ENFORCED rule;")
+	file.Comment("a POLICY_RECOMMENDED difference is reported.")
+	file.Type().Id("GuestRule").Struct(
+		jen.Id("Name").String(),
+		jen.Id("Value").String(),
+		jen.Id("Policy").String(),
+	)
+	file.Line()
 	file.Const().Defs(spaced(
 		constDef("PluginVersion", f.PluginVersion, "PluginVersion is the NCCL plugin version of record: the pinned installer",
 			"tag. The plugin compiles its version in as integers; the image carries no", "version string or label."),
@@ -57,6 +66,8 @@ func Go(pkg string, f *facts.Facts) ([]byte, error) {
 	stringsFunc(file, "Scripts", "the installer scripts the components run, each verified present in the image", f.Scripts)
 	envFunc(file, "DefaultProfile", "the variables nccl-env-profile.sh exports, in order", f.DefaultProfile)
 	envFunc(file, "SimpleProfile", "the variables nccl-env-profile-simple.sh exports, in order", f.SimpleProfile)
+	rulesFunc(file, "DefaultGuestRules", "the rules of a3plus_guest_config.textproto, which the default profile points the checker at, in file order", f.DefaultGuestRules)
+	rulesFunc(file, "SimpleGuestRules", "the rules of a3plus_guest_config_simple.textproto, which the simple profile points the checker at, in file order", f.SimpleGuestRules)
 	stringsFunc(file, "PluginFiles", "the files seen under /plugins in the layers read", f.PluginFiles)
 	stringsFunc(file, "RefusedCommands", "the external commands the profile sandbox refused, as\n\"profile: command (line N)\": the NIC discovery a non-privileged pod cannot do either", f.Refused)
 	stringsFunc(file, "NormalizedVariables", "the variables whose empty list elements were dropped", f.Normalized)
@@ -110,6 +121,21 @@ func envFunc(file *jen.File, name, what string, vars []facts.EnvVar) {
 	file.Line()
 }
 
+func rulesFunc(file *jen.File, name, what string, rules []facts.GuestRule) {
+	file.Commentf("%s returns %s. Each call returns a fresh slice.", name, what)
+	file.Func().Id(name).Params().Index().Id("GuestRule").Block(
+		jen.Return(jen.Index().Id("GuestRule").ValuesFunc(func(g *jen.Group) {
+			for _, r := range rules {
+				g.Line().Values(jen.Dict{jen.Id("Name"): jen.Lit(r.Name), jen.Id("Value"): jen.Lit(r.Value), jen.Id("Policy"): jen.Lit(r.Policy)})
+			}
+			if len(rules) > 0 {
+				g.Line()
+			}
+		})),
+	)
+	file.Line()
+}
+
 func stringsFunc(file *jen.File, name, what string, vals []string) {
 	for _, line := range strings.Split(fmt.Sprintf("%s returns %s.", name, what), "\n") {
 		file.Comment(line)
@@ -139,6 +165,8 @@ func provenance(file *jen.File, p facts.Provenance, d facts.ImageProvenance) {
 			"make release-check refuses such data."),
 		constDef("ProvenanceDefaultProfileSHA256", p.DefaultProfileSHA256, "ProvenanceDefaultProfileSHA256 is the sha256 of nccl-env-profile.sh as read."),
 		constDef("ProvenanceSimpleProfileSHA256", p.SimpleProfileSHA256, "ProvenanceSimpleProfileSHA256 is the sha256 of nccl-env-profile-simple.sh as read."),
+		constDef("ProvenanceDefaultGuestConfigSHA256", p.DefaultGuestConfigSHA256, "ProvenanceDefaultGuestConfigSHA256 is the sha256 of a3plus_guest_config.textproto as read."),
+		constDef("ProvenanceSimpleGuestConfigSHA256", p.SimpleGuestConfigSHA256, "ProvenanceSimpleGuestConfigSHA256 is the sha256 of a3plus_guest_config_simple.textproto as read."),
 	)...)
 	file.Line()
 	file.Comment("Daemon provenance: what was pinned and read for the tcpxo-daemon image facts.")

@@ -34,6 +34,8 @@ func sample() *facts.Facts {
 		DaemonEntrypoint:      []string{"bash", "/fts/entrypoint_rxdm_container.sh"},
 		DaemonEntryScript:     "/fts/entrypoint_rxdm_container.sh",
 		DaemonEntryScriptMode: 0o644,
+		DefaultGuestRules:     []facts.GuestRule{{Name: "NCCL_PROTO", Value: "Simple,LL128", Policy: "POLICY_ENFORCED"}, {Name: "NCCL_TUNER_PLUGIN", Value: "x \"q\"", Policy: "POLICY_RECOMMENDED"}},
+		SimpleGuestRules:      []facts.GuestRule{{Name: "NCCL_ALGO", Value: "Ring,Tree", Policy: "POLICY_ENFORCED"}},
 		DaemonProvenance: facts.ImageProvenance{Pinned: "example.com/daemon:v1.0.21@sha256:" + strings.Repeat("b", 64), Source: "testdata",
 			Kind: "testdata", Read: "testdata/daemon/v1.0.21", Digest: "sha256:" + strings.Repeat("f", 64), Substituted: true},
 		Provenance: facts.Provenance{

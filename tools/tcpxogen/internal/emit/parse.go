@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"slices"
 	"strconv"
 
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/facts"
@@ -37,6 +38,12 @@ func Parse(name string, src []byte) (*facts.Facts, error) {
 		return nil, err
 	}
 	if f.SimpleProfile, err = p.env("SimpleProfile"); err != nil {
+		return nil, err
+	}
+	if f.DefaultGuestRules, err = p.rules("DefaultGuestRules"); err != nil {
+		return nil, err
+	}
+	if f.SimpleGuestRules, err = p.rules("SimpleGuestRules"); err != nil {
 		return nil, err
 	}
 	for name, dst := range map[string]*int{"SSHDPort": &f.SSHDPort, "DaemonEntryScriptMode": &f.DaemonEntryScriptMode} {
@@ -79,6 +86,7 @@ func (p *factParser) stringFields(f *facts.Facts) map[string]*string {
 		"ProvenancePinned": &f.Provenance.Pinned, "ProvenanceSource": &f.Provenance.Source, "ProvenanceKind": &f.Provenance.Kind,
 		"ProvenanceRead": &f.Provenance.Read, "ProvenanceDigest": &f.Provenance.Digest,
 		"ProvenanceDefaultProfileSHA256": &f.Provenance.DefaultProfileSHA256, "ProvenanceSimpleProfileSHA256": &f.Provenance.SimpleProfileSHA256,
+		"ProvenanceDefaultGuestConfigSHA256": &f.Provenance.DefaultGuestConfigSHA256, "ProvenanceSimpleGuestConfigSHA256": &f.Provenance.SimpleGuestConfigSHA256,
 		"CUDAVersion": &f.CUDAVersion, "AllReducePerfMPI": &f.AllReducePerfMPI, "DaemonEntryScript": &f.DaemonEntryScript,
 		"DaemonProvenancePinned": &f.DaemonProvenance.Pinned, "DaemonProvenanceSource": &f.DaemonProvenance.Source, "DaemonProvenanceKind": &f.DaemonProvenance.Kind,
 		"DaemonProvenanceRead": &f.DaemonProvenance.Read, "DaemonProvenanceDigest": &f.DaemonProvenance.Digest,
@@ -170,17 +178,43 @@ func (p *factParser) strings(name string) ([]string, error) {
 }
 
 func (p *factParser) env(name string) ([]facts.EnvVar, error) {
+	elts, err := p.keyed(name, "Name", "Value")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]facts.EnvVar, len(elts))
+	for i, e := range elts {
+		out[i] = facts.EnvVar{Name: e["Name"], Value: e["Value"]}
+	}
+	return out, nil
+}
+
+func (p *factParser) rules(name string) ([]facts.GuestRule, error) {
+	elts, err := p.keyed(name, "Name", "Value", "Policy")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]facts.GuestRule, len(elts))
+	for i, e := range elts {
+		out[i] = facts.GuestRule{Name: e["Name"], Value: e["Value"], Policy: e["Policy"]}
+	}
+	return out, nil
+}
+
+// keyed reads a func's returned list of keyed struct literals whose fields
+// are all string literals named in fields.
+func (p *factParser) keyed(name string, fields ...string) ([]map[string]string, error) {
 	elts, err := p.list(name)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]facts.EnvVar, 0, len(elts))
+	out := make([]map[string]string, 0, len(elts))
 	for _, e := range elts {
 		cl, ok := e.(*ast.CompositeLit)
 		if !ok {
 			return nil, fmt.Errorf("generated file: %s holds a non-literal element", name)
 		}
-		var v facts.EnvVar
+		v := map[string]string{}
 		for _, kv := range cl.Elts {
 			kve, ok := kv.(*ast.KeyValueExpr)
 			if !ok {
@@ -188,19 +222,14 @@ func (p *factParser) env(name string) ([]facts.EnvVar, error) {
 			}
 			key, _ := kve.Key.(*ast.Ident)
 			lit, ok := kve.Value.(*ast.BasicLit)
-			if key == nil || !ok || lit.Kind != token.STRING {
-				return nil, fmt.Errorf("generated file: %s element field is not Name/Value string", name)
+			if key == nil || !ok || lit.Kind != token.STRING || !slices.Contains(fields, key.Name) {
+				return nil, fmt.Errorf("generated file: %s element field is not one of %v as a string", name, fields)
 			}
 			s, err := strconv.Unquote(lit.Value)
 			if err != nil {
 				return nil, err
 			}
-			switch key.Name {
-			case "Name":
-				v.Name = s
-			case "Value":
-				v.Value = s
-			}
+			v[key.Name] = s
 		}
 		out = append(out, v)
 	}

@@ -214,6 +214,8 @@ func Wants() []imagefs.Want {
 		{Path: EntryScriptPath},
 		{Path: NCCLLibPath},
 		{Path: SSHDConfigPath, Content: true},
+		{Path: DefaultGuestConfigPath, Content: true},
+		{Path: SimpleGuestConfigPath, Content: true},
 		{Path: AllReducePerfMPIPath},
 	}
 }
@@ -244,6 +246,12 @@ func assemble(ctx context.Context, cfg Config, scan *imagefs.Result) (*facts.Fac
 		return nil, err
 	}
 	f.Normalized = sortedUnique(f.Normalized)
+	if f.DefaultGuestRules, f.Provenance.DefaultGuestConfigSHA256, err = guestRules(scan, DefaultGuestConfigPath, path.Base(DefaultProfilePath), f.DefaultProfile); err != nil {
+		return nil, fmt.Errorf("installer %s: %w", cfg.BOM.Images.Installer.Version, err)
+	}
+	if f.SimpleGuestRules, f.Provenance.SimpleGuestConfigSHA256, err = guestRules(scan, SimpleGuestConfigPath, path.Base(SimpleProfilePath), f.SimpleProfile); err != nil {
+		return nil, fmt.Errorf("installer %s: %w", cfg.BOM.Images.Installer.Version, err)
+	}
 	return f, nil
 }
 

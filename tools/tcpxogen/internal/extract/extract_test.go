@@ -223,3 +223,46 @@ func TestEmptyProfileFails(t *testing.T) {
 		t.Fatalf("an empty profile must not be pinned, got %v", err)
 	}
 }
+
+// TestHostileGuestConfigsAreNamedErrors puts each hostile checker file of
+// internal/guestconfig's corpus in the image and expects extraction to stop
+// with an error naming the file and what is wrong.
+func TestHostileGuestConfigsAreNamedErrors(t *testing.T) {
+	for file, want := range map[string]string{
+		"unknown-field.textproto":       "unknown field",
+		"unknown-policy.textproto":      "POLICY_",
+		"malformed.textproto":           DefaultGuestConfigPath + ":",
+		"duplicate.textproto":           "NCCL_",
+		"empty-name.textproto":          "name",
+		"contradicts-profile.textproto": "nccl-env-profile.sh contradicts " + DefaultGuestConfigPath,
+	} {
+		t.Run(file, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join(repoRoot(t), "internal", "guestconfig", "testdata", "hostile", file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = runOn(t, imageWithTop(t, reconstruction.Entry{Name: strings.TrimPrefix(DefaultGuestConfigPath, "/"), Type: tar.TypeReg, Body: data}))
+			if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), DefaultGuestConfigPath) {
+				t.Fatalf("err = %v, want one naming %s and %q", err, DefaultGuestConfigPath, want)
+			}
+		})
+	}
+}
+
+func TestGuestRulesComeFromTheImage(t *testing.T) {
+	res, err := runOn(t, imageWithTop(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Facts.DefaultGuestRules) == 0 || len(res.Facts.SimpleGuestRules) == 0 {
+		t.Fatalf("no guest rules extracted: %+v / %+v", res.Facts.DefaultGuestRules, res.Facts.SimpleGuestRules)
+	}
+	body := "# proto-message: guest_config_checker.GuestConfigValidatorConfig\nenv_var { check_policy: POLICY_ENFORCED name: \"NCCL_CROSS_NIC\" value: \"0\" }\n"
+	res, err = runOn(t, imageWithTop(t, reconstruction.Entry{Name: strings.TrimPrefix(SimpleGuestConfigPath, "/"), Type: tar.TypeReg, Body: []byte(body)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []facts.GuestRule{{Name: "NCCL_CROSS_NIC", Value: "0", Policy: "POLICY_ENFORCED"}}; !slices.Equal(res.Facts.SimpleGuestRules, want) {
+		t.Errorf("simple rules = %+v, want the top layer's %+v", res.Facts.SimpleGuestRules, want)
+	}
+}

@@ -7,6 +7,7 @@ package factpins
 
 import (
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/facts"
 )
@@ -30,7 +31,19 @@ func FromFacts(f *facts.Facts) runtimes.Pins {
 		SSHDPort:            f.SSHDPort,
 		AllReducePerfMPI:    f.AllReducePerfMPI,
 		DaemonEntrypoint:    f.DaemonEntrypoint,
+		GuestRules: map[string][]guestconfig.Rule{
+			runtimes.ProfileDefault: rules(f.DefaultGuestRules),
+			runtimes.ProfileSimple:  rules(f.SimpleGuestRules),
+		},
 	}
+}
+
+func rules(rs []facts.GuestRule) []guestconfig.Rule {
+	out := make([]guestconfig.Rule, len(rs))
+	for i, r := range rs {
+		out[i] = guestconfig.Rule{Name: r.Name, Value: r.Value, Policy: guestconfig.Policy(r.Policy)}
+	}
+	return out
 }
 
 func env(vs []facts.EnvVar) []bom.EnvVar {

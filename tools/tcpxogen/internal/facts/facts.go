@@ -25,6 +25,13 @@ type Facts struct {
 	DefaultProfile []EnvVar
 	SimpleProfile  []EnvVar
 
+	// DefaultGuestRules and SimpleGuestRules are the guest config checker's
+	// rules for each profile, from the files the profiles point the checker
+	// at, in file order. At NCCL init the plugin aborts or hangs a workload
+	// that breaks an enforced rule.
+	DefaultGuestRules []GuestRule
+	SimpleGuestRules  []GuestRule
+
 	// PluginFiles are the entries of /plugins seen in the layers read.
 	// PluginFilesComplete says whether the scan proved the list complete
 	// (it usually does not: proving it means reading the multi-GB base).
@@ -74,6 +81,13 @@ type ImageProvenance struct {
 	Substituted bool
 }
 
+// GuestRule is one env_var rule of a guest config checker file.
+type GuestRule struct {
+	Name   string
+	Value  string
+	Policy string // POLICY_ENFORCED or POLICY_RECOMMENDED
+}
+
 // Provenance says where the facts came from.
 type Provenance struct {
 	Pinned string // the BOM's pinned installer reference
@@ -87,6 +101,10 @@ type Provenance struct {
 	// DefaultProfileSHA256 and SimpleProfileSHA256 hash the script bytes.
 	DefaultProfileSHA256 string
 	SimpleProfileSHA256  string
+	// DefaultGuestConfigSHA256 and SimpleGuestConfigSHA256 hash the guest
+	// config checker files as read.
+	DefaultGuestConfigSHA256 string
+	SimpleGuestConfigSHA256  string
 }
 
 // VersionOfRecord explains where PluginVersion comes from; emitted verbatim.
