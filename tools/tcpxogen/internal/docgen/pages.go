@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 )
 
@@ -88,6 +89,13 @@ func guidePage(root string, in *runtimes.Inputs) ([]byte, error) {
 		return nil, err
 	}
 	if doc, err = Splice(doc, "wiring-reference", WiringReference(rows)); err != nil {
+		return nil, fmt.Errorf("%s: %w", GuideDoc, err)
+	}
+	env, err := in.WorkerEnv(runtimes.ProfileDefault)
+	if err != nil {
+		return nil, err
+	}
+	if doc, err = Splice(doc, "fabric-rules", FabricRules(fabric.Table(env, in.Pins.GuestRules[runtimes.ProfileDefault]))); err != nil {
 		return nil, fmt.Errorf("%s: %w", GuideDoc, err)
 	}
 	custom, err := runtimes.Encode(runtimes.FormatYAML, nil, runtimes.Namespaced(rt, "team-a", "torch-tcpxo-team-a"))

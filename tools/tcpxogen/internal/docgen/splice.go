@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 )
 
@@ -31,6 +32,33 @@ func WiringReference(rows []runtimes.RefRow) string {
 	b.WriteString("| kind | name | value | why |\n|---|---|---|---|\n")
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| %s | `%s` | %s | %s |\n", r.Kind, r.Name, cell(r.Value), escape(r.Why))
+	}
+	return b.String()
+}
+
+// FabricRules is the guide's table of what a workload may tune, from the
+// fabric rule set applied to the shipped env and the installer's guest
+// config: one row per variable, then the classes explained.
+func FabricRules(entries []fabric.Entry) string {
+	var b strings.Builder
+	b.WriteString("| variable | shipped value | may a workload change it? | why |\n|---|---|---|---|\n")
+	for _, e := range entries {
+		verdict := "yes"
+		switch {
+		case e.Class.MustNotTouch():
+			verdict = "**no** (" + e.Class.String() + ")"
+		case e.Class != fabric.ClassLogging && e.Class != fabric.ClassOther:
+			verdict = "with care (" + e.Class.String() + ")"
+		}
+		name := "`" + e.Name + "`"
+		if strings.Contains(e.Name, " ") {
+			name = escape(e.Name)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", name, cell(e.Value), verdict, escape(e.Why))
+	}
+	b.WriteString("\n")
+	for _, c := range fabric.Classes {
+		fmt.Fprintf(&b, "- **%s**: %s\n", c, escape(c.Doc()))
 	}
 	return b.String()
 }
