@@ -60,7 +60,10 @@ func written(t *testing.T, dir string, code int) (ctrf map[string]any, svg strin
 
 func noFiles(t *testing.T, dir string) {
 	t.Helper()
-	entries, _ := os.ReadDir(dir)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(entries) != 0 {
 		t.Errorf("bad input left files behind: %v", entries)
 	}
@@ -72,8 +75,8 @@ func TestEverySampleLog(t *testing.T) {
 		code    int
 		summary []string
 	}{
-		{"healthy.log", cli.ExitOK, []string{"nccl-report: PASS", "measured   343.3 GB/s out-of-place busbw at 16G", "threshold  270 GB/s (0.9 × declared floor >= 300 GB/s)", "network    FasTrak", "plugin     1.0.15 (expected " + tcpxo.PluginVersion + ")", "25 sizes, 1K..16G, complete"}},
-		{"tcp-fallback.log", cli.ExitFailure, []string{"nccl-report: FAIL", "measured   20.18 GB/s", "network    Socket", "plugin     not in the log", "- NCCL used Socket: inter-node traffic went over TCP on eth0; the pod lacks the TCPXO wiring", "below the pass threshold 270 GB/s"}},
+		{"healthy.log", cli.ExitOK, []string{"nccl-report: PASS", "measured   343.3 GB/s out-of-place busbw at 16G", "threshold  270 GB/s (0.9 × declared floor >= 300 GB/s)", "network    FasTrak", "plugin     1.0.15 (expected " + tcpxo.PluginVersion + ")", "25 sizes, 1K..16G, complete", "benchmark  all_reduce_perf", "nodes      16 ranks on 2 node(s): nccl-bench-node-0, nccl-bench-node-1", "nccl       2.28.7+cuda12.8, from the 'NCCL INFO NCCL version' line (pinned " + tcpxo.NCCLVersion + ")"}},
+		{"tcp-fallback.log", cli.ExitFailure, []string{"nccl-report: FAIL", "measured   20.18 GB/s", "network    Socket", "plugin     not in the log", "nodes      16 ranks on 2 node(s)", "- NCCL used Socket: inter-node traffic between the 2 nodes went over TCP on eth0; the pod lacks the TCPXO wiring", "below the pass threshold 270 GB/s"}},
 		{"wrong-results.log", cli.ExitFailure, []string{"nccl-report: FAIL", "measured   341.29 GB/s", "- nccl-tests found wrong results (#wrong > 0) at 256M (3 out-of-place)"}},
 		{"plugin-mismatch.log", cli.ExitFailure, []string{"nccl-report: FAIL", "plugin     1.0.14 (expected v1.0.15)", "- The pods loaded FasTrak plugin 1.0.14 but the BOM pins v1.0.15"}},
 		{"truncated.log", cli.ExitFailure, []string{"nccl-report: FAIL", "21 sizes, 1K..1G, no closing trailer", "- The run is truncated: the last size measured is 1G"}},
@@ -133,7 +136,10 @@ func TestOutDirCreatedAndReplaced(t *testing.T) {
 	if !strings.Contains(svg, ">PASS<") {
 		t.Error("the chart was not replaced by the passing run's")
 	}
-	entries, _ := os.ReadDir(dir)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(entries) != 2 {
 		t.Errorf("%d files in --out, want exactly the report and the chart (no temp files)", len(entries))
 	}
@@ -173,12 +179,28 @@ func TestPluginVersionFlag(t *testing.T) {
 	}
 }
 
+func writeFile(t *testing.T, path string, data []byte) string {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
 func TestBadInputExits2WithoutWriting(t *testing.T) {
-	notNCCL := filepath.Join(t.TempDir(), "pod.yaml")
-	os.WriteFile(notNCCL, []byte("apiVersion: v1\nkind: Pod\n"), 0o644)
-	malformed := filepath.Join(t.TempDir(), "malformed.log")
-	data, _ := os.ReadFile(sample("healthy.log"))
-	os.WriteFile(malformed, bytes.Replace(data, []byte("  343.30      0"), []byte("  343.30"), 1), 0o644)
+	notNCCL := writeFile(t, filepath.Join(t.TempDir(), "pod.yaml"), []byte("apiVersion: v1\nkind: Pod\n"))
+	data := readFile(t, sample("healthy.log"))
+	malformed := writeFile(t, filepath.Join(t.TempDir(), "malformed.log"), bytes.Replace(data, []byte("  343.30      0"), []byte("  343.30"), 1))
+	garbage := writeFile(t, filepath.Join(t.TempDir(), "garbage.log"), bytes.Replace(data, []byte("  343.30      0"), []byte("  343.30      "+strings.Repeat("x", 5000)), 1))
 	for name, tc := range map[string]struct {
 		args []string
 		want string
@@ -186,8 +208,9 @@ func TestBadInputExits2WithoutWriting(t *testing.T) {
 		"no --log":       {nil, "--log is required"},
 		"missing file":   {[]string{"--log", filepath.Join(t.TempDir(), "absent.log")}, "no such file"},
 		"directory":      {[]string{"--log", t.TempDir()}, "is a directory"},
-		"not nccl-tests": {[]string{"--log", notNCCL}, "no nccl-tests output"},
+		"not nccl-tests": {[]string{"--log", notNCCL}, "not an nccl-tests log"},
 		"malformed row":  {[]string{"--log", malformed}, "malformed nccl-tests data row"},
+		"garbage row":    {[]string{"--log", garbage}, "malformed nccl-tests data row"},
 		"bad floor":      {[]string{"--log", sample("healthy.log"), "--floor", "fast"}, `--floor: floor "fast"`},
 		"negative floor": {[]string{"--log", sample("healthy.log"), "--floor", "-300"}, "positive"},
 		"other operator": {[]string{"--log", sample("healthy.log"), "--floor", "<= 300"}, `">= GBPS"`},
@@ -201,6 +224,10 @@ func TestBadInputExits2WithoutWriting(t *testing.T) {
 			if code != cli.ExitUsage || out != "" || !strings.Contains(stderr, tc.want) {
 				t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2, no stdout, stderr with %q", code, out, stderr, tc.want)
 			}
+			// A message quotes at most a line's first 80 characters.
+			if len(stderr) > 1000 {
+				t.Errorf("stderr is %d bytes: a bad line was echoed whole", len(stderr))
+			}
 			noFiles(t, dir)
 		})
 	}
@@ -209,8 +236,7 @@ func TestBadInputExits2WithoutWriting(t *testing.T) {
 // An --out that cannot be created is an environment failure (exit 1), not
 // bad input, and the message names the directory.
 func TestUnwritableOut(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "file")
-	os.WriteFile(file, nil, 0o644)
+	file := writeFile(t, filepath.Join(t.TempDir(), "file"), nil)
 	code, _, stderr := ncclReport(t, "--log", sample("healthy.log"), "--out", filepath.Join(file, "sub"))
 	if code != cli.ExitFailure || !strings.Contains(stderr, "write the report to") {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -222,6 +248,13 @@ func TestHelp(t *testing.T) {
 	if code != cli.ExitOK || !strings.Contains(stderr, "--plugin-version") || !strings.Contains(stderr, tcpxo.PluginVersion) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
+	// The help names the formats and prefixes the parser reads, and the
+	// exit-code contract.
+	for _, want := range []string{"nccl-tests 2.13 and later", "before 2.13", "1.04858e+06", "size 0", "'#'", "[1,0]<stdout>:", "[pod/NAME/CONTAINER]", "(head, rank=0, pid=123)", "srun --label", "RFC 3339", "Exit status: 0", "2 bad usage"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("--help lacks %q", want)
+		}
+	}
 }
 
 // The same log gives byte-identical files: nothing comes from the clock.
@@ -230,8 +263,7 @@ func TestOutputDeterministic(t *testing.T) {
 	ncclReport(t, "--log", sample("wrong-results.log"), "--out", a)
 	ncclReport(t, "--log", sample("wrong-results.log"), "--out", b)
 	for _, f := range []string{ReportFile, ChartFile} {
-		x, _ := os.ReadFile(filepath.Join(a, f))
-		y, _ := os.ReadFile(filepath.Join(b, f))
+		x, y := readFile(t, filepath.Join(a, f)), readFile(t, filepath.Join(b, f))
 		if len(x) == 0 || !bytes.Equal(x, y) {
 			t.Errorf("%s differs between runs", f)
 		}
