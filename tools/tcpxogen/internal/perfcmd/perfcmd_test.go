@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -19,6 +20,8 @@ import (
 var logsDir = filepath.Join("..", "..", "..", "..", "testdata", "nccl-logs")
 
 func sample(name string) string { return filepath.Join(logsDir, name) }
+
+func published(name string) string { return filepath.Join(logsDir, "published", name) }
 
 func ncclReport(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
@@ -106,6 +109,81 @@ func TestEverySampleLog(t *testing.T) {
 			}
 			written(t, dir, code)
 		})
+	}
+}
+
+// The published logs through the command: the exit code a careful engineer
+// gives each (README.md in testdata/nccl-logs/published says why), and the
+// line of the summary that says why.
+func TestPublishedLogs(t *testing.T) {
+	for _, tc := range []struct {
+		log  string
+		code int
+		want string
+	}{
+		{"gke-a3mega-2node-mpirun.log", cli.ExitOK, "nodes      16 ranks on 2 node(s)"},
+		{"dstack-2604-nebius-ib-2node.log", cli.ExitOK, "measured   477.69 GB/s"},
+		{"synthetic-kubectl-prefix-timestamps.log", cli.ExitOK, "network    FasTrak"},
+		{"synthetic-per-iteration-timestamps.log", cli.ExitOK, "23 columns"},
+		{"skypilot-gcp-a100-2node.log", cli.ExitFailure, "below the pass threshold"},
+		{"eks-efa-t4-2node-tagged-size0.log", cli.ExitFailure, "- NCCL used AWS Libfabric, not FasTrak"},
+		{"eks-karpenter-socket-excerpt.log", cli.ExitFailure, "lacks the nccl-tests parameter line"},
+		{"aws-k8s-tester-464-socket-indented.log", cli.ExitFailure, "inter-node traffic between the 2 nodes went over TCP"},
+		{"ibm-pcb-1-single-node-h100.log", cli.ExitFailure, "- The run had one node"},
+		{"nccl-1530-single-node-rtx4090-g8.log", cli.ExitFailure, "- The run had one node"},
+		{"nccl-tests-249-hash-stripped-single-gpu.log", cli.ExitFailure, "its only rank ran on one host"},
+		{"synthetic-single-node-socket.log", cli.ExitFailure, "- The run had one node"},
+		{"nccl-tests-176-legacy-error-column.log", cli.ExitFailure, "pre-2.13 nccl-tests table"},
+		{"awsome-slurm-srun-label-p4de.log", cli.ExitFailure, "measured   24 GB/s out-of-place busbw at 25M"},
+		{"gke-a3mega-benchmark-wrapper-no-validation.log", cli.ExitFailure, "benchmark  all_reduce_perf, from the benchmark name on line 1"},
+		{"synthetic-wrong-scientific.log", cli.ExitFailure, "(1.04858e+06 out-of-place)"},
+		{"triton-distributed-137-all-gather.log", cli.ExitUsage, "all_gather_perf"},
+		{"bottlerocket-304-eks-all-gather-indented.log", cli.ExitUsage, "redop \"none\""},
+		{"nccl-tests-128-reduce-scatter-size0.log", cli.ExitUsage, "reduce_scatter"},
+		{"synthetic-torchrun-size-busbw.log", cli.ExitUsage, "not an nccl-tests log"},
+	} {
+		t.Run(tc.log, func(t *testing.T) {
+			dir := t.TempDir()
+			code, out, stderr := ncclReport(t, "--log", published(tc.log), "--out", dir)
+			if code != tc.code || !strings.Contains(out+stderr, tc.want) {
+				t.Fatalf("exit %d, want %d and %q\nstdout:\n%s\nstderr:\n%s", code, tc.code, tc.want, out, stderr)
+			}
+			if tc.code == cli.ExitUsage {
+				noFiles(t, dir)
+				return
+			}
+			written(t, dir, code)
+		})
+	}
+}
+
+// The CTRF report records what the log showed next to what was pinned, and
+// names what the log did not show.
+func TestReportRecordsObservedVersions(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, stderr := ncclReport(t, "--log", published("eks-efa-t4-2node-tagged-size0.log"), "--out", dir); code != cli.ExitFailure {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	ctrf, _ := written(t, dir, cli.ExitFailure)
+	extra := ctrf["results"].(map[string]any)["tests"].([]any)[0].(map[string]any)["extra"].(map[string]any)
+	for k, want := range map[string]any{
+		"ncclVersionObserved":     "2.12.7+cuda11.4",
+		"ncclVersionObservedFrom": "the 'NCCL version' line",
+		"ncclVersionPinned":       tcpxo.NCCLVersion,
+		"pluginVersionPinned":     tcpxo.PluginVersion,
+		"network":                 "AWS Libfabric",
+		"nodes":                   float64(2),
+		"ranks":                   float64(2),
+	} {
+		if extra[k] != want {
+			t.Errorf("extra.%s = %v, want %v", k, extra[k], want)
+		}
+	}
+	if _, ok := extra["pluginVersionObserved"]; ok {
+		t.Errorf("pluginVersionObserved = %v, but the log shows no FasTrak plugin", extra["pluginVersionObserved"])
+	}
+	if got := fmt.Sprint(extra["notInLog"]); got != "[pluginVersion ncclTestsVersion]" {
+		t.Errorf("notInLog = %s", got)
 	}
 }
 
@@ -210,6 +288,9 @@ func TestBadInputExits2WithoutWriting(t *testing.T) {
 		"directory":      {[]string{"--log", t.TempDir()}, "is a directory"},
 		"not nccl-tests": {[]string{"--log", notNCCL}, "not an nccl-tests log"},
 		"malformed row":  {[]string{"--log", malformed}, "malformed nccl-tests data row"},
+		"all_gather":     {[]string{"--log", published("triton-distributed-137-all-gather.log")}, "it is all_gather_perf (identified from the '# Collective test starting' line), not all_reduce_perf"},
+		"reduce_scatter": {[]string{"--log", published("nccl-tests-128-reduce-scatter-size0.log")}, "a per-rank count as reduce_scatter and all_gather print it"},
+		"torchrun":       {[]string{"--log", published("synthetic-torchrun-size-busbw.log")}, "not an nccl-tests log: the input is a PyTorch (torch.distributed) program's log"},
 		"garbage row":    {[]string{"--log", garbage}, "malformed nccl-tests data row"},
 		"bad floor":      {[]string{"--log", sample("healthy.log"), "--floor", "fast"}, `--floor: floor "fast"`},
 		"negative floor": {[]string{"--log", sample("healthy.log"), "--floor", "-300"}, "positive"},
