@@ -120,7 +120,11 @@ func summarize(w io.Writer, logPath string, l *busbw.Log, v busbw.Verdict, plugi
 	}
 	fmt.Fprintf(w, "nccl-report: %s\n", verdict)
 	fmt.Fprintf(w, "  log        %s (%s)\n", logPath, sweep(l))
-	fmt.Fprintf(w, "  benchmark  %s, from %s\n", l.Collective, l.CollectiveFrom)
+	if l.Collective != "" {
+		fmt.Fprintf(w, "  benchmark  %s, from %s\n", l.Collective, l.CollectiveFrom)
+	} else {
+		fmt.Fprintf(w, "  benchmark  not named in the log, and no rows to tell it by\n")
+	}
 	if v.Rows > 0 {
 		fmt.Fprintf(w, "  measured   %s GB/s out-of-place busbw at %s\n", busbw.FormatGBps(v.Measured), busbw.FormatSize(v.Size))
 	} else {

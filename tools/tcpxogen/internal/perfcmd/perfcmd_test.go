@@ -83,7 +83,7 @@ func TestEverySampleLog(t *testing.T) {
 		{"wrong-results.log", cli.ExitFailure, []string{"nccl-report: FAIL", "measured   341.29 GB/s", "- nccl-tests found wrong results (#wrong > 0) at 256M (3 out-of-place)"}},
 		{"plugin-mismatch.log", cli.ExitFailure, []string{"nccl-report: FAIL", "plugin     1.0.14 (expected v1.0.15)", "- The pods loaded FasTrak plugin 1.0.14 but the BOM pins v1.0.15"}},
 		{"truncated.log", cli.ExitFailure, []string{"nccl-report: FAIL", "21 sizes, 1K..1G, no closing trailer", "- The run is truncated: the last size measured is 1G"}},
-		{"empty-table.log", cli.ExitFailure, []string{"nccl-report: FAIL", "measured   nothing", "no data rows", "- The results table is empty", "cannot connect to the RxDM"}},
+		{"empty-table.log", cli.ExitFailure, []string{"nccl-report: FAIL", "measured   nothing", "no data rows", "benchmark  not named in the log", "- The results table is empty", "cannot connect to the RxDM"}},
 	} {
 		t.Run(tc.log, func(t *testing.T) {
 			dir := t.TempDir()
