@@ -6,10 +6,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // logsDir holds the recorded sample logs shared with the report and the
@@ -82,10 +85,16 @@ func TestParseHealthy(t *testing.T) {
 	}
 	last := l.Rows[24]
 	want := Row{Size: 17179869184, Count: 4294967296, Type: "float", RedOp: "sum", Root: -1,
-		OOP: Result{TimeUS: 93832, AlgBW: 183.09, BusBW: 343.30, Wrong: 0},
-		IP:  Result{TimeUS: 94409, AlgBW: 181.97, BusBW: 341.20, Wrong: 0}}
-	if last != want {
-		t.Fatalf("16G row = %+v\nwant      %+v", last, want)
+		OOP: Result{TimeUS: 93832, AlgBW: 183.09, BusBW: 343.30, Wrong: 0, Checked: true},
+		IP:  Result{TimeUS: 94409, AlgBW: 181.97, BusBW: 341.20, Wrong: 0, Checked: true}}
+	if diff := cmp.Diff(want, last); diff != "" {
+		t.Fatalf("16G row (-want +got):\n%s", diff)
+	}
+	if l.Ranks != 16 || l.Nodes != 2 || !slices.Equal(l.Hosts, []string{"nccl-bench-node-0", "nccl-bench-node-1"}) {
+		t.Errorf("ranks %d nodes %d hosts %v", l.Ranks, l.Nodes, l.Hosts)
+	}
+	if l.Collective != AllReduce || l.TestsVersion != "2.13.11" || l.Legacy || l.Validation != 1 {
+		t.Errorf("collective %q (%s) tests version %q legacy %v validation %d", l.Collective, l.CollectiveFrom, l.TestsVersion, l.Legacy, l.Validation)
 	}
 	if l.Network != "FasTrak" || len(l.Networks) != 1 || l.PluginVersion != "1.0.15" || len(l.PluginVersions) != 1 {
 		t.Errorf("network %q %v, plugin %q %v", l.Network, l.Networks, l.PluginVersion, l.PluginVersions)
@@ -146,7 +155,7 @@ func TestEvaluateTCPFallback(t *testing.T) {
 	if len(v.Problems) != 2 {
 		t.Fatalf("problems %q, want network then floor", v.Problems)
 	}
-	if !strings.HasPrefix(v.Problems[0], "NCCL used Socket: inter-node traffic went over TCP on eth0; the pod lacks the TCPXO wiring") {
+	if !strings.HasPrefix(v.Problems[0], "NCCL used Socket: inter-node traffic between the 2 nodes went over TCP on eth0; the pod lacks the TCPXO wiring") {
 		t.Errorf("first problem %q does not explain the TCP fallback", v.Problems[0])
 	}
 	if !strings.Contains(v.Problems[1], "below the pass threshold 270 GB/s") {
@@ -196,6 +205,7 @@ func TestValidationDisabledIsSkippedNotPassed(t *testing.T) {
 	l := parseFile(t, "healthy.log")
 	for i := range l.Rows {
 		l.Rows[i].OOP.Wrong, l.Rows[i].IP.Wrong = -1, -1
+		l.Rows[i].OOP.Checked, l.Rows[i].IP.Checked = false, false
 	}
 	v := Evaluate(l, mustFloor(t, "300"), pinned)
 	if c := check(t, v, CheckCorrect); c.Status != Skipped || !strings.Contains(c.Message, "-c 0") {
@@ -246,7 +256,7 @@ func TestEvaluateTruncated(t *testing.T) {
 	}
 	// The partial sweep's 1G number happens to clear the threshold; the
 	// verdict must fail on truncation alone.
-	if c := check(t, v, CheckFloor); c.Status != Passed || len(v.Problems) != 1 || !strings.Contains(c.Message, "1G, the largest size this incomplete run reached") {
+	if c := check(t, v, CheckFloor); c.Status != Passed || len(v.Problems) != 1 || !strings.Contains(c.Message, "1G across 2 nodes (16 ranks), the largest size this incomplete run reached") {
 		t.Fatalf("checks %+v", v.Checks)
 	}
 }
@@ -393,6 +403,8 @@ func TestParseFloor(t *testing.T) {
 
 const params = "# nThread 1 nGpus 1 minBytes 1024 maxBytes 2048 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n"
 
+const header = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+
 func row(size int64, busbw string) string {
 	return strings.Join([]string{itoa(size), itoa(size / 4), "float", "sum", "-1", "10.00", "1.00", busbw, "0", "10.00", "1.00", busbw, "0"}, "  ")
 }
@@ -494,8 +506,8 @@ func TestParseRejectsMalformedRows(t *testing.T) {
 		"bad wrong":      strings.Replace(good, "  1  0", "  1  many", 1),
 		"negative wrong": strings.Replace(good, "  1  0", "  1  -2", 1),
 		"bad root":       strings.Replace(good, "-1", "root", 1),
-		"zero size":      strings.Replace(good, "1024  256", "0  256", 1),
 		"negative count": strings.Replace(good, "1024  256", "1024  -256", 1),
+		"bad timestamp":  good + "  2025-06-03 17:40",
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Parse(strings.NewReader(params + line + "\n# Avg bus bandwidth : 1\n"))
@@ -520,11 +532,11 @@ func TestParseNAWrong(t *testing.T) {
 func TestParseRejectsOutOfOrderAndSecondRun(t *testing.T) {
 	for name, in := range map[string]string{
 		"descending":      params + row(2048, "1") + "\n" + row(1024, "1") + "\n",
-		"repeated size":   params + row(1024, "1") + "\n" + row(1024, "1") + "\n",
 		"second run":      params + row(1024, "1") + "\n" + params,
 		"two param lines": params + params,
+		"second header":   params + header + row(1024, "1") + "\n" + header,
 	} {
-		if _, err := Parse(strings.NewReader(in)); err == nil || !strings.Contains(err.Error(), "one all_reduce_perf run per file") {
+		if _, err := Parse(strings.NewReader(in)); err == nil || !strings.Contains(err.Error(), "one run per file") {
 			t.Errorf("%s: err = %v", name, err)
 		}
 	}
@@ -557,6 +569,8 @@ func TestParseNoOutput(t *testing.T) {
 		"empty":          "",
 		"yaml":           "apiVersion: v1\nkind: Pod\n",
 		"only mpi noise": "[host:1] 1 more process has sent help message\nMPI_ABORT was invoked on rank 0\n",
+		// Another tool's "size ... busbw" table (AWS Neuron's nccom-test).
+		"nccom-test": "     size(B)    count(elems)     type    time(us)    algbw(GB/s)    busbw(GB/s)\n    33554432        33554432    uint8         768          40.69          40.69\nAvg bus bandwidth:      40.6901GB/s\n",
 	} {
 		if _, err := Parse(strings.NewReader(in)); !errors.Is(err, ErrNoOutput) {
 			t.Errorf("%s: err = %v, want ErrNoOutput", name, err)
@@ -595,6 +609,14 @@ func TestParseAllSampleLogs(t *testing.T) {
 	}
 	if seen < 6 {
 		t.Fatalf("%d sample logs, want at least 6", seen)
+	}
+	// The floor is for all_reduce_perf, and every sample is one.
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".log") {
+			if err := parseFile(t, e.Name()).CheckCollective(AllReduce); err != nil {
+				t.Errorf("%s: %v", e.Name(), err)
+			}
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package busbw
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -57,6 +58,7 @@ const (
 const (
 	CheckComplete = "run-complete"
 	CheckCorrect  = "results-correct"
+	CheckNodes    = "inter-node"
 	CheckNetwork  = "network"
 	CheckPlugin   = "plugin-version"
 	CheckFloor    = "bandwidth-floor"
@@ -73,6 +75,7 @@ type Check struct {
 type Verdict struct {
 	Measured  float64 // out-of-place busbw (GB/s) at the largest size
 	Size      int64   // that size in bytes; 0 when the table is empty
+	Rows      int     // sizes in the table; 0 when nothing was measured
 	Floor     Floor
 	Threshold float64 // PassFraction × Floor.GBps
 	Pass      bool
@@ -82,19 +85,24 @@ type Verdict struct {
 
 // Evaluate applies every rule to l. The order of Checks (and so of Problems)
 // is fixed and puts causes before symptoms: an incomplete run, corrupted
-// results, the wrong network and the wrong plugin each explain a low number
-// better than the number itself.
+// results, a run that never left one node, the wrong network and the wrong
+// plugin each explain a number better than the number itself.
+//
+// The floor is an inter-node fabric floor: a run whose ranks all sat on one
+// node measured NVLink, not the fabric, and cannot pass it. Which collective
+// the log is from is CheckCollective's question, asked before this one.
 func Evaluate(l *Log, f Floor, pluginVersion string) Verdict {
 	if l == nil {
-		l = &Log{OutOfBounds: -1}
+		l = &Log{OutOfBounds: -1, Validation: -1}
 	}
 	v := Verdict{Floor: f, Threshold: f.Threshold()}
 	if n := len(l.Rows); n > 0 {
-		v.Measured, v.Size = l.Rows[n-1].OOP.BusBW, l.Rows[n-1].Size
+		v.Measured, v.Size, v.Rows = l.Rows[n-1].OOP.BusBW, l.Rows[n-1].Size, n
 	}
 	v.Checks = []Check{
 		checkComplete(l),
 		checkCorrect(l),
+		checkNodes(l),
 		checkNetwork(l),
 		checkPlugin(l, pluginVersion),
 		checkFloor(l, v),
@@ -117,7 +125,7 @@ func checkComplete(l *Log) Check {
 	n := len(l.Rows)
 	switch {
 	case n == 0:
-		c.Message = "The results table is empty: all_reduce_perf printed no measurement, so the run failed before its first message size." + why + " Fix the cause and rerun the benchmark."
+		c.Message = "The results table is empty: nccl-tests printed no measurement, so the run failed before its first message size." + why + " Fix the cause and rerun the benchmark."
 	case !l.Complete:
 		target := "its largest size"
 		if l.MaxBytes > 0 {
@@ -125,12 +133,16 @@ func checkComplete(l *Log) Check {
 		}
 		c.Message = fmt.Sprintf("The run is truncated: the last size measured is %s and the closing '# Avg bus bandwidth' line is missing, so the sweep to %s did not finish.%s Rerun the benchmark and capture its whole output.", FormatSize(l.Rows[n-1].Size), target, why)
 	case l.MaxBytes == 0:
-		c.Message = "The log lacks the nccl-tests parameter line ('# nThread ... maxBytes ...'), so nothing shows the sweep reached the size it was asked for; capture the complete all_reduce_perf output."
+		c.Message = fmt.Sprintf("The log lacks the nccl-tests parameter line ('# nThread ... maxBytes ...'), so nothing shows the sweep that ended at %s was the one asked for; capture the complete output, from its first line.", FormatSize(l.Rows[n-1].Size))
 	case stepsShort(l):
-		c.Message = fmt.Sprintf("The run is truncated: its sizes stop at %s but it was asked to reach maxBytes %s; capture one complete all_reduce_perf run.", FormatSize(l.Rows[n-1].Size), FormatSize(l.MaxBytes))
+		c.Message = fmt.Sprintf("The run is truncated: its sizes stop at %s but it was asked to reach maxBytes %s; capture one complete run.", FormatSize(l.Rows[n-1].Size), FormatSize(l.MaxBytes))
 	default:
 		c.Status = Passed
-		c.Message = fmt.Sprintf("The sweep is complete: %d sizes from %s to %s.", n, FormatSize(l.Rows[0].Size), FormatSize(l.Rows[n-1].Size))
+		last := l.Rows[max(0, min(l.CycleStart, n-1)):]
+		c.Message = fmt.Sprintf("The sweep is complete: %d sizes from %s to %s.", len(last), FormatSize(last[0].Size), FormatSize(last[len(last)-1].Size))
+		if l.Cycles > 1 {
+			c.Message += fmt.Sprintf(" The table holds %d cycles (-N); the last is judged and every cycle is checked for wrong results.", l.Cycles)
+		}
 	}
 	return c
 }
@@ -157,18 +169,21 @@ func checkCorrect(l *Log) Check {
 		c.Status, c.Message = Skipped, "No rows to check for wrong results."
 		return c
 	}
+	if l.Legacy {
+		return checkCorrectLegacy(l)
+	}
 	var bad []string
 	checked := false
 	for _, r := range l.Rows {
-		if r.OOP.Wrong >= 0 || r.IP.Wrong >= 0 {
+		if r.OOP.Checked || r.IP.Checked {
 			checked = true
 		}
 		var parts []string
 		if r.OOP.Wrong > 0 {
-			parts = append(parts, fmt.Sprintf("%d out-of-place", r.OOP.Wrong))
+			parts = append(parts, FormatCount(r.OOP.Wrong)+" out-of-place")
 		}
 		if r.IP.Wrong > 0 {
-			parts = append(parts, fmt.Sprintf("%d in-place", r.IP.Wrong))
+			parts = append(parts, FormatCount(r.IP.Wrong)+" in-place")
 		}
 		if parts != nil {
 			bad = append(bad, fmt.Sprintf("%s (%s)", FormatSize(r.Size), strings.Join(parts, ", ")))
@@ -186,7 +201,80 @@ func checkCorrect(l *Log) Check {
 		c.Message = "Result validation was disabled (-c 0): #wrong is N/A at every size, so correctness is unchecked."
 	default:
 		c.Status = Passed
-		c.Message = fmt.Sprintf("No wrong results at any of the %d sizes.", len(l.Rows))
+		c.Message = fmt.Sprintf("No wrong results: #wrong is 0 at all %d sizes.", len(l.Rows))
+	}
+	return c
+}
+
+// checkCorrectLegacy judges a pre-2.13 table, whose per-size "error" column is
+// the largest deviation from the expected value: floating-point sums deviate
+// a little at every size, so only nccl-tests' own out-of-bounds count says
+// whether a deviation was too large.
+func checkCorrectLegacy(l *Log) Check {
+	c := Check{Name: CheckCorrect}
+	checked := slices.ContainsFunc(l.Rows, func(r Row) bool { return r.OOP.Checked || r.IP.Checked })
+	switch {
+	case l.OutOfBounds > 0:
+		c.Status = Failed
+		c.Message = fmt.Sprintf("nccl-tests counted %d out-of-bounds values (results beyond its tolerance for the data type): the reductions were corrupted on the data path, so no bandwidth from this run counts; investigate the nodes and rerun.", l.OutOfBounds)
+	case !checked:
+		c.Status = Skipped
+		c.Message = "Result validation was disabled (-c 0): the error column is N/A at every size, so correctness is unchecked."
+	case l.OutOfBounds == 0:
+		c.Status = Passed
+		c.Message = fmt.Sprintf("nccl-tests counted 0 out-of-bounds values; this release's error column is the largest deviation per size (at most %g), within its tolerance.", maxError(l))
+	default:
+		c.Status = Skipped
+		c.Message = "This nccl-tests release prints the largest deviation per size, not a count, and the log lacks its '# Out of bounds values' line, so correctness is unchecked."
+	}
+	return c
+}
+
+func maxError(l *Log) float64 {
+	m := 0.0
+	for _, r := range l.Rows {
+		m = max(m, r.OOP.MaxError, r.IP.MaxError)
+	}
+	return m
+}
+
+// checkNodes refuses to let a single-node run stand for the fabric: with all
+// ranks on one node NCCL moves everything over NVLink or PCIe, and busbw
+// measures those.
+func checkNodes(l *Log) Check {
+	c := Check{Name: CheckNodes}
+	ranks := ""
+	if l.Ranks > 0 {
+		ranks = fmt.Sprintf("%d ranks", l.Ranks)
+	}
+	switch {
+	case l.Nodes == 0:
+		c.Status = Skipped
+		c.Message = "The log does not show how many nodes took part (no '#  Rank N ... on HOST' device lines and no NCCL 'nNodes' line), so nothing shows the traffic crossed the fabric; capture the output from its first line."
+	case l.Nodes == 1:
+		c.Status = Failed
+		on := ""
+		if len(l.Hosts) == 1 {
+			on = " (" + l.Hosts[0] + ")"
+		}
+		switch l.Ranks {
+		case 0:
+			ranks = "every rank ran"
+		case 1:
+			ranks = "its only rank ran" // and one rank's busbw is 0 by definition
+		default:
+			ranks = "all " + ranks + " ran"
+		}
+		c.Message = fmt.Sprintf("The run had one node: %s on one host%s, per %s, so its traffic stayed on NVLink/PCIe inside the node and says nothing about the inter-node fabric the floor is for; run the benchmark across at least two nodes.", ranks, on, l.NodesFrom)
+	default:
+		c.Status = Passed
+		if ranks != "" {
+			ranks += " on "
+		}
+		c.Message = fmt.Sprintf("The run spanned %s%d nodes (%s), per %s.", ranks, l.Nodes, strings.Join(l.Hosts, ", "), l.NodesFrom)
+		if len(l.Hosts) == 0 {
+			c.Message = fmt.Sprintf("The run spanned %s%d nodes, per %s.", ranks, l.Nodes, l.NodesFrom)
+		}
 	}
 	return c
 }
@@ -196,6 +284,14 @@ const FasTrak = "FasTrak"
 
 func checkNetwork(l *Log) Check {
 	c := Check{Name: CheckNetwork}
+	if l.Nodes == 1 {
+		c.Status = Skipped
+		c.Message = "With every rank on one node no network carried traffic, so the network check does not apply."
+		if len(l.Networks) > 0 {
+			c.Message = fmt.Sprintf("With every rank on one node the network NCCL chose (%s) carried no traffic: no TCP fallback, and no evidence about TCPXO either.", strings.Join(l.Networks, ", "))
+		}
+		return c
+	}
 	if len(l.Networks) == 0 {
 		c.Status = Skipped
 		c.Message = "The log does not say which network NCCL used (it logs 'Using network' only at NCCL_DEBUG=INFO); set NCCL_DEBUG=INFO to record it."
@@ -219,9 +315,12 @@ func checkNetwork(l *Log) Check {
 	if fastrak {
 		some = " on some ranks (FasTrak on others)"
 	}
-	if len(other) == 1 && other[0] == "Socket" {
-		c.Message = fmt.Sprintf("NCCL used Socket%s: inter-node traffic went over TCP on eth0; the pod lacks the TCPXO wiring (run the benchmark with the torch-distributed-tcpxo runtime's wiring).", some)
-	} else {
+	switch {
+	case len(other) == 1 && other[0] == "Socket" && l.Nodes == 0:
+		c.Message = fmt.Sprintf("NCCL used Socket%s: if the run spanned nodes (the log does not show how many took part), inter-node traffic went over TCP on eth0; the pod lacks the TCPXO wiring (run the benchmark with the torch-distributed-tcpxo runtime's wiring).", some)
+	case len(other) == 1 && other[0] == "Socket":
+		c.Message = fmt.Sprintf("NCCL used Socket%s: inter-node traffic between the %d nodes went over TCP on eth0; the pod lacks the TCPXO wiring (run the benchmark with the torch-distributed-tcpxo runtime's wiring).", some, l.Nodes)
+	default:
 		c.Message = fmt.Sprintf("NCCL used %s%s, not FasTrak: GPUDirect-TCPXO was not in use; the pod lacks the TCPXO wiring (run the benchmark with the torch-distributed-tcpxo runtime's wiring).", strings.Join(other, " and "), some)
 	}
 	return c
@@ -273,10 +372,19 @@ func checkFloor(l *Log, v Verdict) Check {
 		c.Status, c.Message = Skipped, "Nothing was measured, so there is no bandwidth to compare with the floor."
 		return c
 	}
-	where := fmt.Sprintf("Out-of-place busbw at %s is %s GB/s", FormatSize(v.Size), FormatGBps(v.Measured))
+	across := ""
+	switch {
+	case l.Nodes > 1 && l.Ranks > 0:
+		across = fmt.Sprintf(" across %d nodes (%d ranks)", l.Nodes, l.Ranks)
+	case l.Nodes > 1:
+		across = fmt.Sprintf(" across %d nodes", l.Nodes)
+	case l.Nodes == 1:
+		across = " on one node"
+	}
+	where := fmt.Sprintf("Out-of-place busbw at %s%s is %s GB/s", FormatSize(v.Size), across, FormatGBps(v.Measured))
 	if !l.Complete || (l.MaxBytes > 0 && stepsShort(l)) {
 		// Say so: a partial sweep's top size is not the size the floor is for.
-		where = fmt.Sprintf("Out-of-place busbw at %s, the largest size this incomplete run reached, is %s GB/s", FormatSize(v.Size), FormatGBps(v.Measured))
+		where = fmt.Sprintf("Out-of-place busbw at %s%s, the largest size this incomplete run reached, is %s GB/s", FormatSize(v.Size), across, FormatGBps(v.Measured))
 	}
 	against := fmt.Sprintf("the pass threshold %s GB/s (%g × the declared floor %s GB/s)", FormatGBps(v.Threshold), PassFraction, v.Floor)
 	if v.Measured >= v.Threshold-tolerance {
@@ -301,6 +409,12 @@ func FormatSize(n int64) string {
 		}
 	}
 	return strconv.FormatInt(n, 10) + "B"
+}
+
+// FormatCount renders a wrong-element count as nccl-tests prints it (%g: six
+// significant digits, so a million reads 1.04858e+06).
+func FormatCount(n int64) string {
+	return strconv.FormatFloat(float64(n), 'g', 6, 64)
 }
 
 // FormatGBps renders a bandwidth with at most two decimals and no trailing

@@ -1,13 +1,14 @@
-// Package busbw reads the output of nccl-tests' all_reduce_perf and judges it
-// against a declared bus-bandwidth floor.
+// Package busbw reads the output of nccl-tests and judges an all_reduce_perf
+// run against a declared bus-bandwidth floor.
 //
 // The benchmark runs over MPI with one rank per GPU, so the log a user hands
-// us is whatever the launcher pod printed: rank 0's results table, every
-// rank's NCCL INFO lines, ssh and mpirun chatter, often with per-rank or
-// per-host prefixes. Parse keeps what matters (the table, its parameter line
-// and trailer, the network and plugin NCCL chose) and ignores the rest, but it
-// refuses a table row it cannot read: a silently skipped row could be the one
-// that carried the measurement or the wrong-results count.
+// us is whatever the launcher printed: rank 0's results table, every rank's
+// NCCL INFO lines, ssh and mpirun chatter, often with per-rank or per-host
+// prefixes. Parse keeps what matters (the table, its parameter line and
+// trailer, the collective, the ranks and their hosts, the network, plugin and
+// NCCL version) and ignores the rest, but it refuses a table row it cannot
+// read: a silently skipped row could be the one that carried the measurement
+// or the wrong-results count. FormatsHelp lists the formats it reads.
 package busbw
 
 import (
@@ -17,27 +18,37 @@ import (
 	"io"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
 
-// Row is one message size of the results table.
-type Row struct {
-	Size, Count int64
-	Type, RedOp string
-	Root        int
-	OOP, IP     Result // out-of-place, in-place
-}
-
-// Result is one half (out-of-place or in-place) of a table row.
-type Result struct {
-	TimeUS, AlgBW, BusBW float64
-	Wrong                int64 // -1 when N/A (validation disabled with -c 0)
-}
-
-// Log is what Parse recovered from one all_reduce_perf run.
+// Log is what Parse recovered from one nccl-tests run.
 type Log struct {
-	Rows []Row
+	// Rows is the results table in the order printed. With -N (run_cycles)
+	// the sweep repeats; CycleStart is the index of the last cycle's first
+	// row, and Cycles how many sweeps the table holds.
+	Rows       []Row
+	CycleStart int
+	Cycles     int
+
+	// Table describes the table's layout ("nccl-tests 2.13+ table, 13
+	// columns (...)"), "" when the log has no table. Legacy is true for the
+	// pre-2.13 layout, whose error column is not a wrong-element count.
+	Table  string
+	Legacy bool
+
+	// Collective is the benchmark that wrote the log ("all_reduce_perf"), ""
+	// when nothing in the log says; CollectiveFrom says what identified it.
+	Collective, CollectiveFrom string
+
+	// TestsVersion is X of "# nccl-tests version X ...", "" if absent.
+	TestsVersion string
+
+	// NCCLVersion is the NCCL core version the log shows: from "NCCL INFO
+	// NCCL version X", the plain "NCCL version X" line, or failing both the
+	// nccl-library=N code of nccl-tests' header. NCCLVersionFrom says which.
+	NCCLVersion, NCCLVersionFrom string
 
 	// Network is the first network named by an "NCCL INFO Using network X"
 	// line, "" when NCCL logged below INFO. Networks holds every distinct one in
@@ -50,13 +61,19 @@ type Log struct {
 	PluginVersion  string
 	PluginVersions []string
 
-	// NCCLVersion is from "NCCL INFO NCCL version X" (e.g. 2.28.7+cuda12.8).
-	NCCLVersion string
+	// Ranks and Nodes count the ranks and hosts that took part, 0 when the
+	// log does not say; Hosts names them; NodesFrom says what they were
+	// counted from.
+	Ranks, Nodes int
+	Hosts        []string
+	NodesFrom    string
 
 	// MinBytes, MaxBytes and the step come from the "# nThread ... minBytes
 	// ... maxBytes ... step: N(factor|bytes)" parameter line; 0 when absent.
+	// Validation is its "validation: N" (-c), -1 when absent.
 	MinBytes, MaxBytes    int64
 	StepFactor, StepBytes int64
+	Validation            int
 
 	// AvgBusBW is the "# Avg bus bandwidth" trailer (0 when absent or not a
 	// finite number). Complete reports that the trailer was printed: nccl-tests
@@ -68,85 +85,369 @@ type Log struct {
 	// of wrong elements), -1 when the line is absent.
 	OutOfBounds int64
 
-	// FirstError is the first NCCL WARN or nccl-tests failure line, kept so a
-	// failed run's report can say why it stopped.
+	// FirstError is the first NCCL WARN, nccl-tests failure or "# error:"
+	// line, kept so a failed run's report can say why it stopped.
 	FirstError string
+
+	layout        layout
+	shapeMismatch string
 }
 
 // ErrNoOutput means the input holds nothing nccl-tests prints: it is not an
-// all_reduce_perf log at all (a wrong file, or a launcher that never started
-// the benchmark), as opposed to a run that failed after it started.
-var ErrNoOutput = errors.New("no nccl-tests output")
+// nccl-tests log at all (a wrong file, a training log, or a launcher that
+// never started the benchmark), as opposed to a run that failed after it
+// started.
+var ErrNoOutput = errors.New("not an nccl-tests log")
 
 // maxLine bounds one line. A results row is about 130 bytes; longer lines are
 // noise (core dumps, base64 blobs) and are skipped rather than buffered whole.
 const maxLine = 64 << 10
 
 var (
-	// Prefixes launchers and log collectors put in front of a program's lines.
-	mpiTagPrefix    = regexp.MustCompile(`^\[\d+,\d+\]<(?:stdout|stderr)>:`)                   // mpirun --tag-output
-	bracketPrefix   = regexp.MustCompile(`^\[[^\]]*\]\s?`)                                     // kubectl logs --prefix, [host:pid] of OpenMPI
-	timestampPrefix = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T[0-9:.]+(?:Z|[+-]\d{2}:\d{2})\s`) // kubectl logs --timestamps
-	// "host: text" (pdsh, mpirun --output ... and friends). NCCL's own
-	// "host:pid:tid [dev] NCCL ..." has no space after the first colon and is
-	// deliberately left alone.
-	hostPrefix = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*:\s+`)
+	paramLine     = regexp.MustCompile(`^nThread\s+\d+\s+nGpus\s+\d+\s+minBytes\s+(\d+)\s+maxBytes\s+(\d+)`)
+	stepPattern   = regexp.MustCompile(`\bstep:\s*(\d+)\((factor|bytes)\)`)
+	validationKey = regexp.MustCompile(`\bvalidation:\s*(\d+)`)
+	testsVersion  = regexp.MustCompile(`^nccl-tests version (\S+).*?\bnccl-library=(\d+)`)
+	collectiveAt  = regexp.MustCompile(`^Collective test (?:starting|concluded):\s*(\S+)`)
+	// "#  Rank  0 Group  0 Pid  1234 on HOST device  0 [..] NAME" (2.13+);
+	// "#   Rank  0 Pid  1234 on HOST device  0 [0x04] NAME" (2.0-2.12);
+	// "#   Rank  0 on HOST device  0 [0x04] NAME" (1.x).
+	rankLine    = regexp.MustCompile(`^Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?(?:Pid\s+\d+\s+)?on\s+(\S+)\s+device\s+\d+`)
+	outOfBounds = regexp.MustCompile(`^Out of bounds values\s*:\s*(\S+)`)
+	avgBusBW    = regexp.MustCompile(`^Avg bus bandwidth\s*:\s*(\S*)`)
 
-	paramLine    = regexp.MustCompile(`\bminBytes\s+(\d+)\s+maxBytes\s+(\d+)`)
-	stepPattern  = regexp.MustCompile(`\bstep:\s*(\d+)\((factor|bytes)\)`)
-	usingNetwork = regexp.MustCompile(`NCCL INFO Using network (\S+)`)
+	usingNetwork = regexp.MustCompile(`NCCL INFO Using network (.+)$`)
 	pluginInit   = regexp.MustCompile(`Initializing network FasTrak, version: (\S+)`)
-	ncclVersion  = regexp.MustCompile(`NCCL INFO NCCL version (\S+)`)
+	// "NCCL INFO NCCL version 2.18.5+cuda12.2" and the plain "NCCL version
+	// 2.12.7+cuda11.4" NCCL prints at NCCL_DEBUG=VERSION/WARN.
+	ncclVersion = regexp.MustCompile(`(?:^|\s)NCCL version (\d+\.\d+\.\d+[^\s,;]*)`)
+	ncclHost    = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9._-]*):\d+:\d+ \[\d+\] NCCL `)
+	commNodes   = regexp.MustCompile(`\bnRanks (\d+) nNodes (\d+)\b`)
+	commRanks   = regexp.MustCompile(`\bnranks (\d+)\b`)
 )
 
-// Parse reads an all_reduce_perf log. It returns an error when the input
-// cannot be read, when a table row is malformed or out of order, when the
-// log holds more than one run, and (wrapping ErrNoOutput) when it holds no
-// nccl-tests output at all. A run that failed, stopped early or printed an
-// empty table parses fine: judging it is Evaluate's job.
+// parser is Parse's state between lines.
+type parser struct {
+	l                   *Log
+	line                int
+	haveLayout          bool
+	sawParams, sawTable bool
+	sawHeaderLine       bool // nccl-tests-only lines: version, collective, trailer with '#'
+	announced           string
+	names               []string
+	nameLine            int
+	rankHost            map[int]string
+	dupRank             string
+	ncclHosts           []string
+	commRanks           int
+	commNodes           int
+	libraryCode         int64
+	torch               bool
+}
+
+// Parse reads an nccl-tests log. It returns an error when the input cannot be
+// read, when a table row is malformed or out of order, when the log holds
+// more than one run, and (wrapping ErrNoOutput) when it holds no nccl-tests
+// output at all. A run that failed, stopped early or printed an empty table
+// parses fine: judging it is Evaluate's job; which collective it measured is
+// CheckCollective's.
 func Parse(r io.Reader) (*Log, error) {
-	l := &Log{OutOfBounds: -1}
-	var sawParams, sawColumns bool
+	p := &parser{l: &Log{OutOfBounds: -1, Validation: -1}, rankHost: map[int]string{}}
 	br := bufio.NewReaderSize(r, 64<<10)
-	for n := 1; ; n++ {
+	for p.line = 1; ; p.line++ {
 		raw, terminated, err := readLine(br)
 		if err != nil {
-			return nil, fmt.Errorf("read nccl-tests log at line %d: %w", n, err)
+			return nil, fmt.Errorf("reading the log at line %d: %w", p.line, err)
 		}
 		if raw == nil {
 			break
 		}
-		line := stripPrefixes(string(raw))
-		text := strings.TrimSpace(line)
-		switch {
-		case text == "":
-		case strings.HasPrefix(text, "#"):
-			if err := l.comment(text, n, &sawParams, &sawColumns); err != nil {
-				return nil, err
-			}
-		case isRowCandidate(text):
-			row, err := parseRow(text)
-			if err != nil {
-				if !terminated {
-					// The last line was cut mid-write (the pod was killed while
-					// printing). It carries no usable measurement; dropping it
-					// leaves a truncated run, which Evaluate fails as such.
-					continue
-				}
-				return nil, fmt.Errorf("line %d: malformed nccl-tests data row %q: %w; the table must have 13 columns (size count type redop root, then time algbw busbw #wrong out-of-place and in-place)", n, text, err)
-			}
-			if k := len(l.Rows); k > 0 && row.Size <= l.Rows[k-1].Size {
-				return nil, fmt.Errorf("line %d: size %d does not follow %d: the rows are out of order or the log holds more than one run; capture one all_reduce_perf run per file", n, row.Size, l.Rows[k-1].Size)
-			}
-			l.Rows = append(l.Rows, row)
-		default:
-			l.noise(text)
+		if err := p.parseLine(string(raw), terminated); err != nil {
+			return nil, err
 		}
 	}
-	if !sawParams && !sawColumns && len(l.Rows) == 0 && !l.Complete {
-		return nil, fmt.Errorf("%w: no '# nThread ... maxBytes' parameter line, column header, data row or '# Avg bus bandwidth' trailer; pass the all_reduce_perf output (for example `kubectl logs` of the benchmark's launcher pod)", ErrNoOutput)
+	return p.finish()
+}
+
+func (p *parser) parseLine(raw string, terminated bool) error {
+	text := strings.TrimSpace(stripPrefixes(raw))
+	if text == "" {
+		return nil
 	}
+	// A collector may have stripped the '#' nccl-tests starts its comment
+	// lines with; every comment is recognised with or without it.
+	hashed := strings.HasPrefix(text, "#")
+	body := strings.TrimSpace(strings.TrimPrefix(text, "#"))
+	fields := strings.Fields(body)
+	switch {
+	case len(fields) == 0:
+		return nil
+	case paramLine.MatchString(body):
+		return p.params(body)
+	case fields[0] == "size" && slices.Contains(fields, "busbw"):
+		if ly, ok := headerLayout(fields); ok {
+			if p.sawTable && len(p.l.Rows) > 0 {
+				return fmt.Errorf("line %d: a second results-table header after %d rows: the log holds more than one run; capture one run per file", p.line, len(p.l.Rows))
+			}
+			p.setLayout(ly)
+			p.sawTable = true
+		}
+		return nil
+	case testsVersion.MatchString(body):
+		m := testsVersion.FindStringSubmatch(body)
+		p.l.TestsVersion = m[1]
+		if code, err := strconv.ParseInt(m[2], 10, 64); err == nil {
+			p.libraryCode = code // an overflowing code stays unknown
+		}
+		p.sawHeaderLine = true
+		return nil
+	case collectiveAt.MatchString(body):
+		p.announced = strings.TrimSuffix(collectiveAt.FindStringSubmatch(body)[1], "_mpi")
+		p.sawHeaderLine = true
+		return nil
+	case rankLine.MatchString(body):
+		m := rankLine.FindStringSubmatch(body)
+		p.rank(m[1], m[2])
+		return nil
+	case outOfBounds.MatchString(body):
+		v := outOfBounds.FindStringSubmatch(body)[1]
+		c, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || c < 0 {
+			return fmt.Errorf("line %d: the out-of-bounds count %s is not a count", p.line, excerpt(v))
+		}
+		p.l.OutOfBounds = c
+		return nil
+	case avgBusBW.MatchString(body):
+		// nccl-tests divides by the number of sizes, so a sweep without rows
+		// prints nan; the trailer still proves the run ended, so keep Complete
+		// and record no average rather than a value JSON cannot carry.
+		if f, err := strconv.ParseFloat(avgBusBW.FindStringSubmatch(body)[1], 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
+			p.l.AvgBusBW = f
+		}
+		p.l.Complete = true
+		p.sawHeaderLine = p.sawHeaderLine || hashed
+		return nil
+	case hashed && strings.HasPrefix(body, "error:"):
+		p.firstError(text)
+		return nil
+	case hashed:
+		return nil // device list, units, "out-of-place in-place" banner; nccl-tests never prints a row after '#'
+	case isRowCandidate(fields):
+		return p.row(text, fields, terminated)
+	}
+	p.noise(text)
+	return nil
+}
+
+func (p *parser) setLayout(ly layout) {
+	p.haveLayout = true
+	p.l.layout = ly
+	p.l.Table = ly.String()
+	p.l.Legacy = ly.legacy
+}
+
+// params handles the "# nThread ... minBytes ... maxBytes ..." line.
+func (p *parser) params(body string) error {
+	if p.sawParams || len(p.l.Rows) > 0 {
+		return fmt.Errorf("line %d: a second nccl-tests parameter line: the log holds more than one run (if every process printed its own, nccl-tests was built without MPI=1 and each rank ran alone); capture one run per file", p.line)
+	}
+	m := paramLine.FindStringSubmatch(body)
+	var err error
+	if p.l.MinBytes, err = strconv.ParseInt(m[1], 10, 64); err != nil {
+		return fmt.Errorf("line %d: minBytes %s: %w", p.line, excerpt(m[1]), err)
+	}
+	if p.l.MaxBytes, err = strconv.ParseInt(m[2], 10, 64); err != nil {
+		return fmt.Errorf("line %d: maxBytes %s: %w", p.line, excerpt(m[2]), err)
+	}
+	if s := stepPattern.FindStringSubmatch(body); s != nil {
+		step, err := strconv.ParseInt(s[1], 10, 64)
+		if err != nil {
+			return fmt.Errorf("line %d: step %s: %w", p.line, excerpt(s[1]), err)
+		}
+		if s[2] == "factor" {
+			p.l.StepFactor = step
+		} else {
+			p.l.StepBytes = step
+		}
+	}
+	if v := validationKey.FindStringSubmatch(body); v != nil {
+		if n, err := strconv.Atoi(v[1]); err == nil {
+			p.l.Validation = n
+		}
+	}
+	p.sawParams = true
+	return nil
+}
+
+func (p *parser) rank(num, host string) {
+	n, err := strconv.Atoi(num)
+	if err != nil {
+		return // the pattern admits digits only; an overflowing rank is noise
+	}
+	if prev, ok := p.rankHost[n]; ok && p.dupRank == "" {
+		p.dupRank = fmt.Sprintf("line %d: rank %d is listed twice (on %s and on %s): every process ran its own single-rank benchmark, so nccl-tests was built without MPI=1 or launched without mpirun; rebuild it with MPI=1", p.line, n, prev, host)
+	}
+	p.rankHost[n] = host
+}
+
+// row reads a data row. A row-shaped line that does not fit the table is an
+// error once the log has shown it is nccl-tests output, and noise before.
+func (p *parser) row(text string, fields []string, terminated bool) error {
+	if !p.haveLayout {
+		ly, ok := inferLayout(fields)
+		if !ok {
+			if p.sawParams || p.sawTable {
+				return fmt.Errorf("line %d: malformed nccl-tests data row %s: %d columns match no nccl-tests table layout", p.line, excerpt(text), len(fields))
+			}
+			p.noise(text)
+			return nil
+		}
+		p.setLayout(ly)
+	}
+	r, err := p.l.layout.parseRow(fields)
+	if err != nil {
+		if !terminated {
+			// The last line was cut mid-write (the pod was killed while
+			// printing). It carries no usable measurement; dropping it
+			// leaves a truncated run, which Evaluate fails as such.
+			return nil
+		}
+		return fmt.Errorf("line %d: malformed nccl-tests data row %s: %w", p.line, excerpt(text), err)
+	}
+	p.sawTable = true
+	rows := p.l.Rows
+	if k := len(rows); k > 0 {
+		prev := rows[k-1]
+		switch {
+		case r.Type != prev.Type || r.RedOp != prev.RedOp || r.Root != prev.Root:
+			return fmt.Errorf("line %d: the row of size %d is %s %s root %d where the rows before are %s %s root %d: the table holds sweeps of several data types, reductions or roots (-d all, -o all, -r); capture a run of one", p.line, r.Size, r.Type, r.RedOp, r.Root, prev.Type, prev.RedOp, prev.Root)
+		case r.Size < prev.Size && r.Size == rows[p.l.CycleStart].Size:
+			// -N (run_cycles) repeats the sweep in the same table.
+			p.l.CycleStart = k
+			p.l.Cycles++
+		case r.Size < prev.Size:
+			return fmt.Errorf("line %d: size %d does not follow %d: the rows are out of order or the log holds more than one run; capture one run per file", p.line, r.Size, prev.Size)
+		}
+	} else {
+		p.l.Cycles = 1
+	}
+	p.l.Rows = append(rows, r)
+	return nil
+}
+
+// noise scans a line outside the table for the facts we report.
+func (p *parser) noise(text string) {
+	l := p.l
+	if m := usingNetwork.FindStringSubmatch(text); m != nil {
+		if n := strings.TrimSpace(m[1]); n != "" {
+			l.Networks = appendDistinct(l.Networks, n)
+			l.Network = l.Networks[0]
+		}
+	}
+	if m := pluginInit.FindStringSubmatch(text); m != nil {
+		l.PluginVersions = appendDistinct(l.PluginVersions, strings.TrimRight(m[1], ",;."))
+		l.PluginVersion = l.PluginVersions[0]
+	}
+	if m := ncclVersion.FindStringSubmatch(text); m != nil && l.NCCLVersion == "" {
+		l.NCCLVersion = m[1]
+		if strings.Contains(text, "NCCL INFO") {
+			l.NCCLVersionFrom = "the 'NCCL INFO NCCL version' line"
+		} else {
+			l.NCCLVersionFrom = "the 'NCCL version' line"
+		}
+	}
+	if m := ncclHost.FindStringSubmatch(text); m != nil {
+		p.ncclHosts = appendDistinct(p.ncclHosts, m[1])
+	}
+	// The patterns admit digits only; a count that overflows stays unknown.
+	if m := commNodes.FindStringSubmatch(text); m != nil {
+		if r, err := strconv.Atoi(m[1]); err == nil {
+			p.commRanks = r
+		}
+		if n, err := strconv.Atoi(m[2]); err == nil {
+			p.commNodes = n
+		}
+	} else if m := commRanks.FindStringSubmatch(text); m != nil && strings.Contains(text, "NCCL INFO") {
+		if r, err := strconv.Atoi(m[1]); err == nil {
+			p.commRanks = r
+		}
+	}
+	if !strings.Contains(text, "NCCL INFO") {
+		for _, m := range perfName.FindAllString(text, -1) {
+			name := strings.TrimSuffix(m, "_mpi")
+			if !slices.Contains(p.names, name) && p.nameLine == 0 {
+				p.nameLine = p.line
+			}
+			p.names = appendDistinct(p.names, name)
+		}
+	}
+	if strings.Contains(text, "torch.distributed") || strings.Contains(text, "torch/distributed") || strings.Contains(text, "torchrun") {
+		p.torch = true
+	}
+	if strings.Contains(text, "NCCL WARN") || strings.Contains(text, "Test NCCL failure") || strings.Contains(text, "Test CUDA failure") {
+		p.firstError(text)
+	}
+}
+
+func (p *parser) firstError(text string) {
+	if p.l.FirstError != "" {
+		return
+	}
+	const keep = 300
+	if r := []rune(text); len(r) > keep {
+		text = string(r[:keep]) + "..."
+	}
+	p.l.FirstError = text
+}
+
+// finish checks the log was nccl-tests output and derives what needs every
+// line: nodes, ranks, the NCCL version fallback and the collective.
+func (p *parser) finish() (*Log, error) {
+	l := p.l
+	if !p.sawParams && !p.sawTable && !p.sawHeaderLine {
+		what := "the input"
+		if p.torch {
+			what = "the input is a PyTorch (torch.distributed) program's log, which"
+		}
+		return nil, fmt.Errorf("%w: %s has no '# nThread ... minBytes ... maxBytes' parameter line, no results-table header ('#  size  count  type ... busbw #wrong') and no row of one; pass the output of an nccl-tests benchmark such as all_reduce_perf (for example `kubectl logs` of the benchmark's launcher pod)", ErrNoOutput, what)
+	}
+	if p.dupRank != "" {
+		return nil, errors.New(p.dupRank)
+	}
+	switch {
+	case len(p.rankHost) > 0:
+		l.Ranks = len(p.rankHost)
+		ranks := make([]int, 0, len(p.rankHost))
+		for r := range p.rankHost {
+			ranks = append(ranks, r)
+		}
+		slices.Sort(ranks)
+		for _, r := range ranks {
+			l.Hosts = appendDistinct(l.Hosts, p.rankHost[r])
+		}
+		l.Nodes, l.NodesFrom = len(l.Hosts), "the '#  Rank N ... on HOST' device lines"
+	case p.commNodes > 0:
+		l.Ranks, l.Nodes, l.NodesFrom = p.commRanks, p.commNodes, "NCCL's 'nRanks N nNodes M' init line"
+		l.Hosts = p.ncclHosts
+	case len(p.ncclHosts) > 1:
+		l.Ranks, l.Nodes, l.NodesFrom = p.commRanks, len(p.ncclHosts), "the hosts of the NCCL INFO lines (at least this many)"
+		l.Hosts = p.ncclHosts
+	}
+	if l.NCCLVersion == "" && p.libraryCode > 0 {
+		l.NCCLVersion = versionFromCode(p.libraryCode)
+		l.NCCLVersionFrom = fmt.Sprintf("nccl-library=%d in the nccl-tests header", p.libraryCode)
+	}
+	p.identifyCollective()
 	return l, nil
+}
+
+// versionFromCode renders NCCL_VERSION_CODE: major*10000 + minor*100 + patch
+// from 2.9 on, major*1000 + minor*100 + patch before (nccl.h, NCCL_VERSION).
+func versionFromCode(code int64) string {
+	if code >= 20900 {
+		return fmt.Sprintf("%d.%d.%d", code/10000, code%10000/100, code%100)
+	}
+	return fmt.Sprintf("%d.%d.%d", code/1000, code%1000/100, code%100)
 }
 
 // readLine returns the next line without its newline, nil at EOF, and whether
@@ -185,169 +486,9 @@ func trimEOL(b []byte) []byte {
 	return b
 }
 
-// stripPrefixes removes launcher and collector prefixes, which can nest
-// (kubectl --timestamps around mpirun --tag-output around a hostname).
-func stripPrefixes(s string) string {
-	for range 4 {
-		before := s
-		for _, re := range []*regexp.Regexp{timestampPrefix, mpiTagPrefix, bracketPrefix, hostPrefix} {
-			if loc := re.FindStringIndex(s); loc != nil {
-				s = s[loc[1]:]
-			}
-		}
-		if s == before {
-			break
-		}
-	}
-	return s
-}
-
-// comment handles a '#' line: the parameter line, the column header and the
-// trailer; other comments (device list, units) carry nothing we judge.
-func (l *Log) comment(text string, n int, sawParams, sawColumns *bool) error {
-	body := strings.TrimSpace(strings.TrimPrefix(text, "#"))
-	switch {
-	case strings.HasPrefix(body, "nThread"):
-		if *sawParams || len(l.Rows) > 0 {
-			return fmt.Errorf("line %d: a second nccl-tests parameter line: the log holds more than one run; capture one all_reduce_perf run per file", n)
-		}
-		m := paramLine.FindStringSubmatch(body)
-		if m == nil {
-			return fmt.Errorf("line %d: nccl-tests parameter line %q lacks 'minBytes N maxBytes N'", n, text)
-		}
-		var err error
-		if l.MinBytes, err = strconv.ParseInt(m[1], 10, 64); err != nil {
-			return fmt.Errorf("line %d: minBytes %q: %w", n, m[1], err)
-		}
-		if l.MaxBytes, err = strconv.ParseInt(m[2], 10, 64); err != nil {
-			return fmt.Errorf("line %d: maxBytes %q: %w", n, m[2], err)
-		}
-		if s := stepPattern.FindStringSubmatch(body); s != nil {
-			step, err := strconv.ParseInt(s[1], 10, 64)
-			if err != nil {
-				return fmt.Errorf("line %d: step %q: %w", n, s[1], err)
-			}
-			if s[2] == "factor" {
-				l.StepFactor = step
-			} else {
-				l.StepBytes = step
-			}
-		}
-		*sawParams = true
-	case strings.HasPrefix(body, "size") && strings.Contains(body, "busbw"):
-		*sawColumns = true
-	case strings.HasPrefix(body, "Out of bounds values"):
-		_, v, _ := strings.Cut(body, ":")
-		f := strings.Fields(v)
-		if len(f) == 0 {
-			return fmt.Errorf("line %d: %q lacks the count", n, text)
-		}
-		c, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil {
-			return fmt.Errorf("line %d: out-of-bounds count %q: %w", n, f[0], err)
-		}
-		l.OutOfBounds = c
-	case strings.HasPrefix(body, "Avg bus bandwidth"):
-		_, v, _ := strings.Cut(body, ":")
-		// nccl-tests divides by the number of sizes, so a sweep without rows
-		// prints nan; the trailer still proves the run ended, so keep Complete
-		// and record no average rather than a value JSON cannot carry.
-		if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
-			l.AvgBusBW = f
-		}
-		l.Complete = true
-	}
-	return nil
-}
-
-// noise scans a non-table line for the few NCCL facts we report.
-func (l *Log) noise(text string) {
-	if m := usingNetwork.FindStringSubmatch(text); m != nil {
-		l.Networks = appendDistinct(l.Networks, m[1])
-		l.Network = l.Networks[0]
-	}
-	if m := pluginInit.FindStringSubmatch(text); m != nil {
-		l.PluginVersions = appendDistinct(l.PluginVersions, strings.TrimRight(m[1], ",;."))
-		l.PluginVersion = l.PluginVersions[0]
-	}
-	if m := ncclVersion.FindStringSubmatch(text); m != nil && l.NCCLVersion == "" {
-		l.NCCLVersion = m[1]
-	}
-	if l.FirstError == "" && (strings.Contains(text, "NCCL WARN") || strings.Contains(text, "Test NCCL failure") || strings.Contains(text, "Test CUDA failure")) {
-		const keep = 300
-		if len(text) > keep {
-			text = text[:keep] + "..."
-		}
-		l.FirstError = text
-	}
-}
-
 func appendDistinct(list []string, s string) []string {
-	for _, x := range list {
-		if x == s {
-			return list
-		}
+	if slices.Contains(list, s) {
+		return list
 	}
 	return append(list, s)
-}
-
-// isRowCandidate reports whether text starts like a table row: two integers
-// (size, count). Requiring both keeps MPI chatter such as "1 more process has
-// sent help message" out, while any line shaped like a row is held to the
-// full format.
-func isRowCandidate(text string) bool {
-	f := strings.Fields(text)
-	if len(f) < 2 {
-		return false
-	}
-	_, e1 := strconv.ParseInt(f[0], 10, 64)
-	_, e2 := strconv.ParseInt(f[1], 10, 64)
-	return e1 == nil && e2 == nil
-}
-
-func parseRow(text string) (Row, error) {
-	f := strings.Fields(text)
-	if len(f) != 13 {
-		return Row{}, fmt.Errorf("%d columns", len(f))
-	}
-	var r Row
-	var err error
-	if r.Size, err = strconv.ParseInt(f[0], 10, 64); err != nil || r.Size <= 0 {
-		return Row{}, fmt.Errorf("size %q is not a positive integer", f[0])
-	}
-	if r.Count, err = strconv.ParseInt(f[1], 10, 64); err != nil || r.Count < 0 {
-		return Row{}, fmt.Errorf("count %q is not a non-negative integer", f[1])
-	}
-	r.Type, r.RedOp = f[2], f[3]
-	if r.Root, err = strconv.Atoi(f[4]); err != nil {
-		return Row{}, fmt.Errorf("root %q is not an integer", f[4])
-	}
-	if r.OOP, err = parseResult(f[5:9]); err != nil {
-		return Row{}, fmt.Errorf("out-of-place %w", err)
-	}
-	if r.IP, err = parseResult(f[9:13]); err != nil {
-		return Row{}, fmt.Errorf("in-place %w", err)
-	}
-	return r, nil
-}
-
-func parseResult(f []string) (Result, error) {
-	var res Result
-	for i, dst := range []*float64{&res.TimeUS, &res.AlgBW, &res.BusBW} {
-		v, err := strconv.ParseFloat(f[i], 64)
-		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-			return Result{}, fmt.Errorf("%s %q is not a finite non-negative number", [...]string{"time", "algbw", "busbw"}[i], f[i])
-		}
-		*dst = v
-	}
-	if f[3] == "N/A" {
-		res.Wrong = -1
-		return res, nil
-	}
-	w, err := strconv.ParseInt(f[3], 10, 64)
-	if err != nil || w < 0 {
-		return Result{}, fmt.Errorf("#wrong %q is neither a non-negative integer nor N/A", f[3])
-	}
-	res.Wrong = w
-	return res, nil
 }

@@ -44,8 +44,8 @@ func Chart(l *busbw.Log, v busbw.Verdict) ([]byte, error) {
 		l = &busbw.Log{}
 	}
 	for _, r := range l.Rows {
-		if r.Size <= 0 || !finite(r.OOP.BusBW) || r.OOP.BusBW < 0 {
-			return nil, fmt.Errorf("chart: row of size %d has busbw %v; want a positive size and a finite, non-negative bandwidth", r.Size, r.OOP.BusBW)
+		if r.Size < 0 || !finite(r.OOP.BusBW) || r.OOP.BusBW < 0 {
+			return nil, fmt.Errorf("chart: row of size %d has busbw %v; want a byte count and a finite, non-negative bandwidth", r.Size, r.OOP.BusBW)
 		}
 	}
 	c := newCanvas(l, v)
@@ -91,8 +91,11 @@ func Chart(l *busbw.Log, v busbw.Verdict) ([]byte, error) {
 
 // canvas maps data to the plot area.
 type canvas struct {
-	l                    *busbw.Log
-	v                    busbw.Verdict
+	l *busbw.Log
+	v busbw.Verdict
+	// rows are the plotted rows: the last cycle's, without the size-0 rows
+	// -b 0 and -b 1 print, which a log axis cannot place.
+	rows                 []busbw.Row
 	xMin, xMax           int64   // bytes, both powers of the step from xMin
 	yMax, yStep          float64 // GB/s
 	drawFloor, drawThres bool
@@ -100,16 +103,21 @@ type canvas struct {
 
 func newCanvas(l *busbw.Log, v busbw.Verdict) *canvas {
 	c := &canvas{l: l, v: v}
+	for _, r := range l.Rows[min(max(l.CycleStart, 0), len(l.Rows)):] {
+		if r.Size > 0 {
+			c.rows = append(c.rows, r)
+		}
+	}
 	c.xMin = l.MinBytes
-	if c.xMin <= 0 && len(l.Rows) > 0 {
-		c.xMin = l.Rows[0].Size
+	if c.xMin <= 0 && len(c.rows) > 0 {
+		c.xMin = c.rows[0].Size
 	}
 	if c.xMin <= 0 {
 		c.xMin = 1024
 	}
 	c.xMax = l.MaxBytes
-	if n := len(l.Rows); n > 0 && l.Rows[n-1].Size > c.xMax {
-		c.xMax = l.Rows[n-1].Size
+	if n := len(c.rows); n > 0 && c.rows[n-1].Size > c.xMax {
+		c.xMax = c.rows[n-1].Size
 	}
 	if c.xMax <= c.xMin {
 		c.xMax = c.xMin * 2
@@ -117,7 +125,7 @@ func newCanvas(l *busbw.Log, v busbw.Verdict) *canvas {
 	c.drawFloor = v.Floor.GBps > 0 && finite(v.Floor.GBps)
 	c.drawThres = c.drawFloor && v.Threshold > 0 && finite(v.Threshold)
 	top := 0.0
-	for _, r := range l.Rows {
+	for _, r := range c.rows {
 		top = math.Max(top, r.OOP.BusBW)
 	}
 	if c.drawFloor {
@@ -196,13 +204,13 @@ func (c *canvas) floorLines(b *bytes.Buffer) {
 // gapForMissingSizes shades the sizes a truncated run was asked for but never
 // printed.
 func (c *canvas) gapForMissingSizes(b *bytes.Buffer) {
-	n := len(c.l.Rows)
+	n := len(c.rows)
 	var from float64
 	switch {
 	case n == 0:
 		from = plotLeft
-	case c.l.Rows[n-1].Size < c.xMax && c.incomplete():
-		from = c.x(c.l.Rows[n-1].Size)
+	case c.rows[n-1].Size < c.xMax && c.incomplete():
+		from = c.x(c.rows[n-1].Size)
 	default:
 		return
 	}
@@ -226,19 +234,19 @@ func (c *canvas) incomplete() bool {
 
 // series draws the out-of-place busbw curve and marks the measured point.
 func (c *canvas) series(b *bytes.Buffer, verdictColor string) {
-	if len(c.l.Rows) == 0 {
+	if len(c.rows) == 0 {
 		return
 	}
-	pts := make([]string, len(c.l.Rows))
-	for i, r := range c.l.Rows {
+	pts := make([]string, len(c.rows))
+	for i, r := range c.rows {
 		pts[i] = num(c.x(r.Size)) + "," + num(c.y(r.OOP.BusBW))
 	}
 	fmt.Fprintf(b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2" stroke-linejoin="round"/>`+"\n", strings.Join(pts, " "), colorData)
-	for _, r := range c.l.Rows {
+	for _, r := range c.rows {
 		fmt.Fprintf(b, `<circle cx="%s" cy="%s" r="3" fill="%s"><title>%s</title></circle>`+"\n", num(c.x(r.Size)), num(c.y(r.OOP.BusBW)), colorData,
 			esc(fmt.Sprintf("%s: %s GB/s", busbw.FormatSize(r.Size), busbw.FormatGBps(r.OOP.BusBW))))
 	}
-	last := c.l.Rows[len(c.l.Rows)-1]
+	last := c.rows[len(c.rows)-1]
 	x, y := c.x(last.Size), c.y(last.OOP.BusBW)
 	fmt.Fprintf(b, `<circle cx="%s" cy="%s" r="6" fill="none" stroke="%s" stroke-width="2.5"/>`+"\n", num(x), num(y), verdictColor)
 	// Above the point unless that would leave the plot.
@@ -259,7 +267,14 @@ func subtitle(l *busbw.Log, v busbw.Verdict) string {
 }
 
 func runFacts(l *busbw.Log) string {
-	parts := []string{"network " + orUnknown(strings.Join(l.Networks, ", "))}
+	nodes := "nodes not in log"
+	switch {
+	case l.Nodes > 0 && l.Ranks > 0:
+		nodes = fmt.Sprintf("%d ranks on %d node(s)", l.Ranks, l.Nodes)
+	case l.Nodes > 0:
+		nodes = fmt.Sprintf("%d node(s)", l.Nodes)
+	}
+	parts := []string{nodes, "network " + orUnknown(strings.Join(l.Networks, ", "))}
 	parts = append(parts, "FasTrak plugin "+orUnknown(strings.Join(l.PluginVersions, ", ")))
 	parts = append(parts, "NCCL "+orUnknown(l.NCCLVersion))
 	return strings.Join(parts, " · ")

@@ -31,7 +31,8 @@ type Context struct {
 	// report does not depend on the policy package.
 	TrainerAction string
 	// PluginVersion, NCCLVersion and TrainerVersion are the pinned versions
-	// the run is judged against (the BOM's, not the log's).
+	// the run is judged against (the BOM's, not the log's). The report
+	// writes them as the *Pinned fields, next to what the log showed.
 	PluginVersion, NCCLVersion, TrainerVersion string
 	// Recipe names the recipe file or its criteria.
 	Recipe string
@@ -98,29 +99,62 @@ type ctrfTest struct {
 }
 
 // headlineExtra is the evidence a reader needs to trust or reject the
-// number: provenance, versions expected and observed, and the measurement
-// against its floor.
+// number: provenance, what the log showed next to what was pinned, and the
+// measurement against its floor. The observed fields come from the log only;
+// notInLog names those it did not show, so an absent value is never read as
+// the pinned one.
 type headlineExtra struct {
 	RuntimeSource         string   `json:"runtimeSource"`
 	TrainerAction         string   `json:"trainerAction,omitempty"`
 	Recipe                string   `json:"recipe,omitempty"`
-	PluginVersion         string   `json:"pluginVersion,omitempty"`
+	PluginVersionPinned   string   `json:"pluginVersionPinned,omitempty"`
 	PluginVersionObserved string   `json:"pluginVersionObserved,omitempty"`
-	NCCLVersion           string   `json:"ncclVersion,omitempty"`
+	NCCLVersionPinned     string   `json:"ncclVersionPinned,omitempty"`
 	NCCLVersionObserved   string   `json:"ncclVersionObserved,omitempty"`
+	NCCLVersionFrom       string   `json:"ncclVersionObservedFrom,omitempty"`
 	TrainerVersion        string   `json:"trainerVersion,omitempty"`
+	Collective            string   `json:"collective,omitempty"`
+	CollectiveFrom        string   `json:"collectiveFrom,omitempty"`
+	NCCLTestsVersion      string   `json:"ncclTestsVersion,omitempty"`
+	Table                 string   `json:"table,omitempty"`
+	Nodes                 int      `json:"nodes,omitempty"`
+	Ranks                 int      `json:"ranks,omitempty"`
+	Hosts                 []string `json:"hosts,omitempty"`
+	NodesFrom             string   `json:"nodesFrom,omitempty"`
+	Network               string   `json:"network,omitempty"`
+	NotInLog              []string `json:"notInLog"`
 	MeasuredBusBWGBps     float64  `json:"measuredBusBwGBps"`
 	MeasuredAtBytes       int64    `json:"measuredAtBytes"`
 	Floor                 string   `json:"floor"`
 	FloorGBps             float64  `json:"floorGBps"`
 	ThresholdGBps         float64  `json:"thresholdGBps"`
 	PassFraction          float64  `json:"passFraction"`
-	Network               string   `json:"network,omitempty"`
 	AvgBusBWGBps          float64  `json:"avgBusBwGBps"`
 	Sizes                 int      `json:"sizes"`
 	MaxBytes              int64    `json:"maxBytes"`
 	Complete              bool     `json:"complete"`
 	Problems              []string `json:"problems"`
+}
+
+// notInLog names the observed facts the log did not show, in a fixed order.
+func notInLog(l *busbw.Log) []string {
+	missing := []string{}
+	for _, f := range []struct {
+		name   string
+		absent bool
+	}{
+		{"ncclVersion", l.NCCLVersion == ""},
+		{"pluginVersion", len(l.PluginVersions) == 0},
+		{"network", len(l.Networks) == 0},
+		{"nodes", l.Nodes == 0},
+		{"ranks", l.Ranks == 0},
+		{"ncclTestsVersion", l.TestsVersion == ""},
+	} {
+		if f.absent {
+			missing = append(missing, f.name)
+		}
+	}
+	return missing
 }
 
 type checkExtra struct {
@@ -134,7 +168,7 @@ type checkExtra struct {
 // "skipped" rather than silently passed.
 func CTRF(v busbw.Verdict, l *busbw.Log, ctx Context) ([]byte, error) {
 	if l == nil {
-		l = &busbw.Log{}
+		l = &busbw.Log{OutOfBounds: -1, Validation: -1}
 	}
 	source, err := runtimeSource(ctx.RuntimeSource)
 	if err != nil {
@@ -161,18 +195,28 @@ func CTRF(v busbw.Verdict, l *busbw.Log, ctx Context) ([]byte, error) {
 			RuntimeSource:         source,
 			TrainerAction:         ctx.TrainerAction,
 			Recipe:                ctx.Recipe,
-			PluginVersion:         ctx.PluginVersion,
+			PluginVersionPinned:   ctx.PluginVersion,
 			PluginVersionObserved: strings.Join(l.PluginVersions, ", "),
-			NCCLVersion:           ctx.NCCLVersion,
+			NCCLVersionPinned:     ctx.NCCLVersion,
 			NCCLVersionObserved:   l.NCCLVersion,
+			NCCLVersionFrom:       l.NCCLVersionFrom,
 			TrainerVersion:        ctx.TrainerVersion,
+			Collective:            l.Collective,
+			CollectiveFrom:        l.CollectiveFrom,
+			NCCLTestsVersion:      l.TestsVersion,
+			Table:                 l.Table,
+			Nodes:                 l.Nodes,
+			Ranks:                 l.Ranks,
+			Hosts:                 l.Hosts,
+			NodesFrom:             l.NodesFrom,
+			Network:               strings.Join(l.Networks, ", "),
+			NotInLog:              notInLog(l),
 			MeasuredBusBWGBps:     v.Measured,
 			MeasuredAtBytes:       v.Size,
 			Floor:                 v.Floor.String(),
 			FloorGBps:             v.Floor.GBps,
 			ThresholdGBps:         v.Threshold,
 			PassFraction:          busbw.PassFraction,
-			Network:               strings.Join(l.Networks, ", "),
 			AvgBusBWGBps:          l.AvgBusBW,
 			Sizes:                 len(l.Rows),
 			MaxBytes:              l.MaxBytes,
@@ -243,7 +287,7 @@ func status(pass bool) string {
 // threshold, then every problem.
 func headlineMessage(v busbw.Verdict) string {
 	var b strings.Builder
-	if v.Size > 0 {
+	if v.Rows > 0 {
 		fmt.Fprintf(&b, "%s GB/s out-of-place busbw at %s; pass threshold %s GB/s (%g × the declared floor %s GB/s).",
 			busbw.FormatGBps(v.Measured), busbw.FormatSize(v.Size), busbw.FormatGBps(v.Threshold), busbw.PassFraction, v.Floor)
 	} else {

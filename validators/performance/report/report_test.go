@@ -212,7 +212,7 @@ func TestCTRFHealthy(t *testing.T) {
 		t.Fatal(err)
 	}
 	summary, tests := validateCTRF(t, data)
-	if summary["passed"] != json.Number("6") || summary["failed"] != json.Number("0") {
+	if summary["passed"] != json.Number("7") || summary["failed"] != json.Number("0") {
 		t.Errorf("summary %v", summary)
 	}
 	extra := tests[0]["extra"].(map[string]any)
@@ -220,11 +220,15 @@ func TestCTRFHealthy(t *testing.T) {
 		"runtimeSource":         "shipped",
 		"trainerAction":         "use-declared",
 		"recipe":                "h100-gke-training.yaml",
-		"pluginVersion":         "v1.0.15",
+		"pluginVersionPinned":   "v1.0.15",
 		"pluginVersionObserved": "1.0.15",
-		"ncclVersion":           "2.28.7",
+		"ncclVersionPinned":     "2.28.7",
 		"ncclVersionObserved":   "2.28.7+cuda12.8",
 		"trainerVersion":        "v2.2.0",
+		"nodes":                 json.Number("2"),
+		"ranks":                 json.Number("16"),
+		"collective":            "all_reduce_perf",
+		"ncclTestsVersion":      "2.13.11",
 		"measuredBusBwGBps":     json.Number("343.3"),
 		"measuredAtBytes":       json.Number("17179869184"),
 		"floor":                 ">= 300",
@@ -240,6 +244,9 @@ func TestCTRFHealthy(t *testing.T) {
 	}
 	if p, ok := extra["problems"].([]any); !ok || len(p) != 0 {
 		t.Errorf("problems = %v, want an empty list (not null)", extra["problems"])
+	}
+	if n, ok := extra["notInLog"].([]any); !ok || len(n) != 0 {
+		t.Errorf("notInLog = %v, want an empty list: the healthy log shows every fact", extra["notInLog"])
 	}
 	golden(t, "healthy.ctrf.json", data)
 }
@@ -261,6 +268,7 @@ func TestCTRFChecksAreTests(t *testing.T) {
 	want := map[string]string{
 		"nccl-all-reduce-bw/run-complete":    "passed",
 		"nccl-all-reduce-bw/results-correct": "passed",
+		"nccl-all-reduce-bw/inter-node":      "passed",
 		"nccl-all-reduce-bw/network":         "failed",
 		"nccl-all-reduce-bw/plugin-version":  "skipped",
 		"nccl-all-reduce-bw/bandwidth-floor": "failed",
@@ -270,11 +278,17 @@ func TestCTRFChecksAreTests(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, got[k], w)
 		}
 	}
-	if summary["failed"] != json.Number("3") || summary["skipped"] != json.Number("1") || summary["passed"] != json.Number("2") {
+	if summary["failed"] != json.Number("3") || summary["skipped"] != json.Number("1") || summary["passed"] != json.Number("3") {
 		t.Errorf("summary %v", summary)
 	}
-	if extra := tests[0]["extra"].(map[string]any); extra["network"] != "Socket" || extra["pluginVersionObserved"] != nil {
+	extra := tests[0]["extra"].(map[string]any)
+	if extra["network"] != "Socket" || extra["pluginVersionObserved"] != nil || extra["pluginVersionPinned"] != "v1.0.15" {
 		t.Errorf("extra %v", extra)
+	}
+	// The log has no plugin line: the report says so rather than showing
+	// the pinned version as if it had been seen.
+	if n, ok := extra["notInLog"].([]any); !ok || !slices.Equal(n, []any{"pluginVersion"}) {
+		t.Errorf("notInLog = %v, want [pluginVersion]", extra["notInLog"])
 	}
 	golden(t, "tcp-fallback.ctrf.json", data)
 }

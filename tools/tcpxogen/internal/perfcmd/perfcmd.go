@@ -37,7 +37,12 @@ func Commands() cli.Commands {
 
 func run(_ context.Context, args []string, s cli.Streams) error {
 	fs := cli.NewFlags("nccl-report", "nccl-report --log FILE [--floor GBPS] [--plugin-version V] [--out DIR]", s)
-	logPath := fs.String("log", "", "nccl-tests all_reduce_perf output, e.g. `kubectl logs` of the benchmark launcher (required)")
+	flagsUsage := fs.Usage
+	fs.Usage = func() {
+		flagsUsage()
+		fmt.Fprintf(s.Err, "\n%s\nExit status: 0 the run passed; 1 it failed (wrong results, truncated, one node, wrong network or plugin, below the floor); 2 bad usage, or the log is not nccl-tests output or is from a collective other than all_reduce_perf.\n", busbw.FormatsHelp)
+	}
+	logPath := fs.String("log", "", "`FILE` holding the nccl-tests all_reduce_perf output, e.g. kubectl logs of the benchmark launcher (required)")
 	floorFlag := fs.String("floor", DefaultFloor, `declared busbw floor in GB/s, ">= N" or "N"; the run passes at 0.9 × N`)
 	plugin := fs.String("plugin-version", tcpxo.PluginVersion, "NCCL plugin version the log's 'Initializing network FasTrak, version:' line must match (a leading v is ignored)")
 	out := fs.String("out", ".", "directory for "+ReportFile+" and "+ChartFile)
@@ -85,9 +90,10 @@ func run(_ context.Context, args []string, s cli.Streams) error {
 	return nil
 }
 
-// readLog parses the log; a file that cannot be read, or that is not
-// nccl-tests output at all, or has a malformed table, is bad input (exit 2).
-// A run that failed or stopped early is not: Evaluate judges it (exit 1).
+// readLog parses the log; a file that cannot be read, that is not
+// nccl-tests output at all, that has a malformed table or that is from a
+// collective other than all_reduce_perf is bad input (exit 2). A run that
+// failed or stopped early is not: Evaluate judges it (exit 1).
 func readLog(path string) (*busbw.Log, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -101,6 +107,9 @@ func readLog(path string) (*busbw.Log, error) {
 	if err != nil {
 		return nil, cli.BadInput("--log %s: %w", path, err)
 	}
+	if err := l.CheckCollective(busbw.AllReduce); err != nil {
+		return nil, cli.BadInput("--log %s: %w", path, err)
+	}
 	return l, nil
 }
 
@@ -111,14 +120,21 @@ func summarize(w io.Writer, logPath string, l *busbw.Log, v busbw.Verdict, plugi
 	}
 	fmt.Fprintf(w, "nccl-report: %s\n", verdict)
 	fmt.Fprintf(w, "  log        %s (%s)\n", logPath, sweep(l))
-	if v.Size > 0 {
+	if l.Collective != "" {
+		fmt.Fprintf(w, "  benchmark  %s, from %s\n", l.Collective, l.CollectiveFrom)
+	} else {
+		fmt.Fprintf(w, "  benchmark  not named in the log, and no rows to tell it by\n")
+	}
+	if v.Rows > 0 {
 		fmt.Fprintf(w, "  measured   %s GB/s out-of-place busbw at %s\n", busbw.FormatGBps(v.Measured), busbw.FormatSize(v.Size))
 	} else {
 		fmt.Fprintf(w, "  measured   nothing\n")
 	}
 	fmt.Fprintf(w, "  threshold  %s GB/s (%g × declared floor %s GB/s)\n", busbw.FormatGBps(v.Threshold), busbw.PassFraction, v.Floor)
+	fmt.Fprintf(w, "  nodes      %s\n", nodes(l))
 	fmt.Fprintf(w, "  network    %s\n", orAbsent(strings.Join(l.Networks, ", ")))
 	fmt.Fprintf(w, "  plugin     %s (expected %s)\n", orAbsent(strings.Join(l.PluginVersions, ", ")), plugin)
+	fmt.Fprintf(w, "  nccl       %s\n", ncclVersion(l))
 	if len(v.Problems) > 0 {
 		fmt.Fprintf(w, "  problems\n")
 		for _, p := range v.Problems {
@@ -138,7 +154,24 @@ func sweep(l *busbw.Log) string {
 	if !l.Complete {
 		state = "no closing trailer"
 	}
-	return fmt.Sprintf("%d sizes, %s..%s, %s", n, busbw.FormatSize(l.Rows[0].Size), busbw.FormatSize(l.Rows[n-1].Size), state)
+	return fmt.Sprintf("%d sizes, %s..%s, %s; %s", n, busbw.FormatSize(l.Rows[0].Size), busbw.FormatSize(l.Rows[n-1].Size), state, l.Table)
+}
+
+func nodes(l *busbw.Log) string {
+	switch {
+	case l.Nodes == 0:
+		return "not in the log"
+	case l.Ranks > 0:
+		return fmt.Sprintf("%d ranks on %d node(s): %s (from %s)", l.Ranks, l.Nodes, strings.Join(l.Hosts, ", "), l.NodesFrom)
+	}
+	return fmt.Sprintf("%d node(s): %s (from %s)", l.Nodes, strings.Join(l.Hosts, ", "), l.NodesFrom)
+}
+
+func ncclVersion(l *busbw.Log) string {
+	if l.NCCLVersion == "" {
+		return "not in the log (pinned " + tcpxo.NCCLVersion + ")"
+	}
+	return fmt.Sprintf("%s, from %s (pinned %s)", l.NCCLVersion, l.NCCLVersionFrom, tcpxo.NCCLVersion)
 }
 
 func orAbsent(s string) string {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -19,6 +20,8 @@ import (
 var logsDir = filepath.Join("..", "..", "..", "..", "testdata", "nccl-logs")
 
 func sample(name string) string { return filepath.Join(logsDir, name) }
+
+func published(name string) string { return filepath.Join(logsDir, "published", name) }
 
 func ncclReport(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
@@ -60,7 +63,10 @@ func written(t *testing.T, dir string, code int) (ctrf map[string]any, svg strin
 
 func noFiles(t *testing.T, dir string) {
 	t.Helper()
-	entries, _ := os.ReadDir(dir)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(entries) != 0 {
 		t.Errorf("bad input left files behind: %v", entries)
 	}
@@ -72,12 +78,12 @@ func TestEverySampleLog(t *testing.T) {
 		code    int
 		summary []string
 	}{
-		{"healthy.log", cli.ExitOK, []string{"nccl-report: PASS", "measured   343.3 GB/s out-of-place busbw at 16G", "threshold  270 GB/s (0.9 × declared floor >= 300 GB/s)", "network    FasTrak", "plugin     1.0.15 (expected " + tcpxo.PluginVersion + ")", "25 sizes, 1K..16G, complete"}},
-		{"tcp-fallback.log", cli.ExitFailure, []string{"nccl-report: FAIL", "measured   20.18 GB/s", "network    Socket", "plugin     not in the log", "- NCCL used Socket: inter-node traffic went over TCP on eth0; the pod lacks the TCPXO wiring", "below the pass threshold 270 GB/s"}},
+		{"healthy.log", cli.ExitOK, []string{"nccl-report: PASS", "measured   343.3 GB/s out-of-place busbw at 16G", "threshold  270 GB/s (0.9 × declared floor >= 300 GB/s)", "network    FasTrak", "plugin     1.0.15 (expected " + tcpxo.PluginVersion + ")", "25 sizes, 1K..16G, complete", "benchmark  all_reduce_perf", "nodes      16 ranks on 2 node(s): nccl-bench-node-0, nccl-bench-node-1", "nccl       2.28.7+cuda12.8, from the 'NCCL INFO NCCL version' line (pinned " + tcpxo.NCCLVersion + ")"}},
+		{"tcp-fallback.log", cli.ExitFailure, []string{"nccl-report: FAIL", "measured   20.18 GB/s", "network    Socket", "plugin     not in the log", "nodes      16 ranks on 2 node(s)", "- NCCL used Socket: inter-node traffic between the 2 nodes went over TCP on eth0; the pod lacks the TCPXO wiring", "below the pass threshold 270 GB/s"}},
 		{"wrong-results.log", cli.ExitFailure, []string{"nccl-report: FAIL", "measured   341.29 GB/s", "- nccl-tests found wrong results (#wrong > 0) at 256M (3 out-of-place)"}},
 		{"plugin-mismatch.log", cli.ExitFailure, []string{"nccl-report: FAIL", "plugin     1.0.14 (expected v1.0.15)", "- The pods loaded FasTrak plugin 1.0.14 but the BOM pins v1.0.15"}},
 		{"truncated.log", cli.ExitFailure, []string{"nccl-report: FAIL", "21 sizes, 1K..1G, no closing trailer", "- The run is truncated: the last size measured is 1G"}},
-		{"empty-table.log", cli.ExitFailure, []string{"nccl-report: FAIL", "measured   nothing", "no data rows", "- The results table is empty", "cannot connect to the RxDM"}},
+		{"empty-table.log", cli.ExitFailure, []string{"nccl-report: FAIL", "measured   nothing", "no data rows", "benchmark  not named in the log", "- The results table is empty", "cannot connect to the RxDM"}},
 	} {
 		t.Run(tc.log, func(t *testing.T) {
 			dir := t.TempDir()
@@ -103,6 +109,81 @@ func TestEverySampleLog(t *testing.T) {
 			}
 			written(t, dir, code)
 		})
+	}
+}
+
+// The published logs through the command: the exit code a careful engineer
+// gives each (README.md in testdata/nccl-logs/published says why), and the
+// line of the summary that says why.
+func TestPublishedLogs(t *testing.T) {
+	for _, tc := range []struct {
+		log  string
+		code int
+		want string
+	}{
+		{"gke-a3mega-2node-mpirun.log", cli.ExitOK, "nodes      16 ranks on 2 node(s)"},
+		{"dstack-2604-nebius-ib-2node.log", cli.ExitOK, "measured   477.69 GB/s"},
+		{"synthetic-kubectl-prefix-timestamps.log", cli.ExitOK, "network    FasTrak"},
+		{"synthetic-per-iteration-timestamps.log", cli.ExitOK, "23 columns"},
+		{"skypilot-gcp-a100-2node.log", cli.ExitFailure, "below the pass threshold"},
+		{"eks-efa-t4-2node-tagged-size0.log", cli.ExitFailure, "- NCCL used AWS Libfabric, not FasTrak"},
+		{"eks-karpenter-socket-excerpt.log", cli.ExitFailure, "lacks the nccl-tests parameter line"},
+		{"aws-k8s-tester-464-socket-indented.log", cli.ExitFailure, "inter-node traffic between the 2 nodes went over TCP"},
+		{"ibm-pcb-1-single-node-h100.log", cli.ExitFailure, "- The run had one node"},
+		{"nccl-1530-single-node-rtx4090-g8.log", cli.ExitFailure, "- The run had one node"},
+		{"nccl-tests-249-hash-stripped-single-gpu.log", cli.ExitFailure, "its only rank ran on one host"},
+		{"synthetic-single-node-socket.log", cli.ExitFailure, "- The run had one node"},
+		{"nccl-tests-176-legacy-error-column.log", cli.ExitFailure, "pre-2.13 nccl-tests table"},
+		{"awsome-slurm-srun-label-p4de.log", cli.ExitFailure, "measured   24 GB/s out-of-place busbw at 25M"},
+		{"gke-a3mega-benchmark-wrapper-no-validation.log", cli.ExitFailure, "benchmark  all_reduce_perf, from the benchmark name on line 1"},
+		{"synthetic-wrong-scientific.log", cli.ExitFailure, "(1.04858e+06 out-of-place)"},
+		{"triton-distributed-137-all-gather.log", cli.ExitUsage, "all_gather_perf"},
+		{"bottlerocket-304-eks-all-gather-indented.log", cli.ExitUsage, "redop \"none\""},
+		{"nccl-tests-128-reduce-scatter-size0.log", cli.ExitUsage, "reduce_scatter"},
+		{"synthetic-torchrun-size-busbw.log", cli.ExitUsage, "not an nccl-tests log"},
+	} {
+		t.Run(tc.log, func(t *testing.T) {
+			dir := t.TempDir()
+			code, out, stderr := ncclReport(t, "--log", published(tc.log), "--out", dir)
+			if code != tc.code || !strings.Contains(out+stderr, tc.want) {
+				t.Fatalf("exit %d, want %d and %q\nstdout:\n%s\nstderr:\n%s", code, tc.code, tc.want, out, stderr)
+			}
+			if tc.code == cli.ExitUsage {
+				noFiles(t, dir)
+				return
+			}
+			written(t, dir, code)
+		})
+	}
+}
+
+// The CTRF report records what the log showed next to what was pinned, and
+// names what the log did not show.
+func TestReportRecordsObservedVersions(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, stderr := ncclReport(t, "--log", published("eks-efa-t4-2node-tagged-size0.log"), "--out", dir); code != cli.ExitFailure {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	ctrf, _ := written(t, dir, cli.ExitFailure)
+	extra := ctrf["results"].(map[string]any)["tests"].([]any)[0].(map[string]any)["extra"].(map[string]any)
+	for k, want := range map[string]any{
+		"ncclVersionObserved":     "2.12.7+cuda11.4",
+		"ncclVersionObservedFrom": "the 'NCCL version' line",
+		"ncclVersionPinned":       tcpxo.NCCLVersion,
+		"pluginVersionPinned":     tcpxo.PluginVersion,
+		"network":                 "AWS Libfabric",
+		"nodes":                   float64(2),
+		"ranks":                   float64(2),
+	} {
+		if extra[k] != want {
+			t.Errorf("extra.%s = %v, want %v", k, extra[k], want)
+		}
+	}
+	if _, ok := extra["pluginVersionObserved"]; ok {
+		t.Errorf("pluginVersionObserved = %v, but the log shows no FasTrak plugin", extra["pluginVersionObserved"])
+	}
+	if got := fmt.Sprint(extra["notInLog"]); got != "[pluginVersion ncclTestsVersion]" {
+		t.Errorf("notInLog = %s", got)
 	}
 }
 
@@ -133,7 +214,10 @@ func TestOutDirCreatedAndReplaced(t *testing.T) {
 	if !strings.Contains(svg, ">PASS<") {
 		t.Error("the chart was not replaced by the passing run's")
 	}
-	entries, _ := os.ReadDir(dir)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(entries) != 2 {
 		t.Errorf("%d files in --out, want exactly the report and the chart (no temp files)", len(entries))
 	}
@@ -173,12 +257,28 @@ func TestPluginVersionFlag(t *testing.T) {
 	}
 }
 
+func writeFile(t *testing.T, path string, data []byte) string {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
 func TestBadInputExits2WithoutWriting(t *testing.T) {
-	notNCCL := filepath.Join(t.TempDir(), "pod.yaml")
-	os.WriteFile(notNCCL, []byte("apiVersion: v1\nkind: Pod\n"), 0o644)
-	malformed := filepath.Join(t.TempDir(), "malformed.log")
-	data, _ := os.ReadFile(sample("healthy.log"))
-	os.WriteFile(malformed, bytes.Replace(data, []byte("  343.30      0"), []byte("  343.30"), 1), 0o644)
+	notNCCL := writeFile(t, filepath.Join(t.TempDir(), "pod.yaml"), []byte("apiVersion: v1\nkind: Pod\n"))
+	data := readFile(t, sample("healthy.log"))
+	malformed := writeFile(t, filepath.Join(t.TempDir(), "malformed.log"), bytes.Replace(data, []byte("  343.30      0"), []byte("  343.30"), 1))
+	garbage := writeFile(t, filepath.Join(t.TempDir(), "garbage.log"), bytes.Replace(data, []byte("  343.30      0"), []byte("  343.30      "+strings.Repeat("x", 5000)), 1))
 	for name, tc := range map[string]struct {
 		args []string
 		want string
@@ -186,8 +286,12 @@ func TestBadInputExits2WithoutWriting(t *testing.T) {
 		"no --log":       {nil, "--log is required"},
 		"missing file":   {[]string{"--log", filepath.Join(t.TempDir(), "absent.log")}, "no such file"},
 		"directory":      {[]string{"--log", t.TempDir()}, "is a directory"},
-		"not nccl-tests": {[]string{"--log", notNCCL}, "no nccl-tests output"},
+		"not nccl-tests": {[]string{"--log", notNCCL}, "not an nccl-tests log"},
 		"malformed row":  {[]string{"--log", malformed}, "malformed nccl-tests data row"},
+		"all_gather":     {[]string{"--log", published("triton-distributed-137-all-gather.log")}, "it is all_gather_perf (identified from the '# Collective test starting' line), not all_reduce_perf"},
+		"reduce_scatter": {[]string{"--log", published("nccl-tests-128-reduce-scatter-size0.log")}, "a per-rank count as reduce_scatter and all_gather print it"},
+		"torchrun":       {[]string{"--log", published("synthetic-torchrun-size-busbw.log")}, "not an nccl-tests log: the input is a PyTorch (torch.distributed) program's log"},
+		"garbage row":    {[]string{"--log", garbage}, "malformed nccl-tests data row"},
 		"bad floor":      {[]string{"--log", sample("healthy.log"), "--floor", "fast"}, `--floor: floor "fast"`},
 		"negative floor": {[]string{"--log", sample("healthy.log"), "--floor", "-300"}, "positive"},
 		"other operator": {[]string{"--log", sample("healthy.log"), "--floor", "<= 300"}, `">= GBPS"`},
@@ -201,6 +305,10 @@ func TestBadInputExits2WithoutWriting(t *testing.T) {
 			if code != cli.ExitUsage || out != "" || !strings.Contains(stderr, tc.want) {
 				t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2, no stdout, stderr with %q", code, out, stderr, tc.want)
 			}
+			// A message quotes at most a line's first 80 characters.
+			if len(stderr) > 1000 {
+				t.Errorf("stderr is %d bytes: a bad line was echoed whole", len(stderr))
+			}
 			noFiles(t, dir)
 		})
 	}
@@ -209,8 +317,7 @@ func TestBadInputExits2WithoutWriting(t *testing.T) {
 // An --out that cannot be created is an environment failure (exit 1), not
 // bad input, and the message names the directory.
 func TestUnwritableOut(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "file")
-	os.WriteFile(file, nil, 0o644)
+	file := writeFile(t, filepath.Join(t.TempDir(), "file"), nil)
 	code, _, stderr := ncclReport(t, "--log", sample("healthy.log"), "--out", filepath.Join(file, "sub"))
 	if code != cli.ExitFailure || !strings.Contains(stderr, "write the report to") {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -222,6 +329,13 @@ func TestHelp(t *testing.T) {
 	if code != cli.ExitOK || !strings.Contains(stderr, "--plugin-version") || !strings.Contains(stderr, tcpxo.PluginVersion) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
+	// The help names the formats and prefixes the parser reads, and the
+	// exit-code contract.
+	for _, want := range []string{"nccl-tests 2.13 and later", "before 2.13", "1.04858e+06", "size 0", "'#'", "[1,0]<stdout>:", "[pod/NAME/CONTAINER]", "(head, rank=0, pid=123)", "srun --label", "RFC 3339", "Exit status: 0", "2 bad usage"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("--help lacks %q", want)
+		}
+	}
 }
 
 // The same log gives byte-identical files: nothing comes from the clock.
@@ -230,8 +344,7 @@ func TestOutputDeterministic(t *testing.T) {
 	ncclReport(t, "--log", sample("wrong-results.log"), "--out", a)
 	ncclReport(t, "--log", sample("wrong-results.log"), "--out", b)
 	for _, f := range []string{ReportFile, ChartFile} {
-		x, _ := os.ReadFile(filepath.Join(a, f))
-		y, _ := os.ReadFile(filepath.Join(b, f))
+		x, y := readFile(t, filepath.Join(a, f)), readFile(t, filepath.Join(b, f))
 		if len(x) == 0 || !bytes.Equal(x, y) {
 			t.Errorf("%s differs between runs", f)
 		}

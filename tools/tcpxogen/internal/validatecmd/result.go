@@ -47,6 +47,9 @@ func judge(r io.Reader, floor busbw.Floor, pluginVersion string, rc report.Conte
 	if err != nil {
 		return o, fmt.Errorf("the launcher log holds no readable all_reduce_perf run: %w", err)
 	}
+	if err := o.Log.CheckCollective(busbw.AllReduce); err != nil {
+		return o, fmt.Errorf("the launcher log is not an all_reduce_perf run: %w", err)
+	}
 	o.Verdict = busbw.Evaluate(o.Log, floor, pluginVersion)
 	if o.ctrf, err = report.CTRF(o.Verdict, o.Log, rc); err != nil {
 		return o, fmt.Errorf("writing the CTRF report: %w", err)

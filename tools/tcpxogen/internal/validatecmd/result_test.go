@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -105,6 +106,13 @@ func TestJudgeFailingLogs(t *testing.T) {
 	paths, err := o.write(dir)
 	if err != nil || len(paths) != 1 || filepath.Base(paths[0]) != LogFile {
 		t.Errorf("write = %v, %v; want the log alone", paths, err)
+	}
+
+	// A launcher that ran another benchmark: no verdict against the
+	// all_reduce floor, and the error names what ran.
+	o, err = judge(ncclLog(t, filepath.Join("published", "triton-distributed-137-all-gather.log")), floor, "v1.0.15", liveContext)
+	if !errors.Is(err, busbw.ErrOtherCollective) || !strings.Contains(fmt.Sprint(err), "all_gather_perf") || o == nil || o.ctrf != nil {
+		t.Fatalf("judge = %v, %v", o, err)
 	}
 }
 
