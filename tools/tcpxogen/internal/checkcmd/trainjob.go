@@ -79,10 +79,11 @@ func lintReport(ctx context.Context, w io.Writer, name string, data []byte, job 
 	if err != nil {
 		return 0, err
 	}
-	changes, version, err := realize.Lint(ctx, rt, job)
+	verdict, err := realize.Lint(ctx, rt, job)
 	if err != nil {
 		return 0, fmt.Errorf("realize %s against %s: %w", name, runtimes.RuntimeName, err)
 	}
+	changes, version := verdict.Changes, verdict.TrainerVersion
 	for _, c := range changes {
 		switch {
 		case realize.LosesFabric(c):

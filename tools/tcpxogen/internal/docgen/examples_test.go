@@ -96,6 +96,13 @@ func checkBlock(t *testing.T, v *schema.Validator, shipped *trainer.ClusterTrain
 // a bare TrainJob against any TrainingRuntime; other kinds have nothing to
 // realize.
 func realizeExample(obj map[string]any, shipped *trainer.ClusterTrainingRuntime) ([]realize.Change, error) {
+	lint := func(rt client.Object, job *trainer.TrainJob) ([]realize.Change, error) {
+		v, err := realize.Lint(context.Background(), rt, job)
+		if err != nil {
+			return nil, err
+		}
+		return v.Changes, nil
+	}
 	switch obj["kind"] {
 	case trainer.TrainJobKind:
 		var job trainer.TrainJob
@@ -105,15 +112,13 @@ func realizeExample(obj map[string]any, shipped *trainer.ClusterTrainingRuntime)
 		if job.Spec.RuntimeRef.Name != runtimes.RuntimeName {
 			return nil, nil // another runtime (EKS, AKS): the schema proof is the test
 		}
-		changes, _, err := realize.Lint(context.Background(), shipped, &job)
-		return changes, err
+		return lint(shipped, &job)
 	case trainer.TrainingRuntimeKind:
 		var rt trainer.TrainingRuntime
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &rt); err != nil {
 			return nil, err
 		}
-		changes, _, err := realize.Lint(context.Background(), &rt, realize.BareTrainJob(client.Object(&rt)))
-		return changes, err
+		return lint(&rt, realize.BareTrainJob(client.Object(&rt)))
 	}
 	return nil, nil
 }
