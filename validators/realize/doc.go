@@ -11,6 +11,15 @@
 // compatibility matrix (Cases, Matrix, the compat command) records, per
 // trainer version, which TrainJob fields keep the wiring and which lose it.
 //
+// The wiring can be intact while the launch is wrong. JudgeLaunch checks
+// what torchrun would do in the realized node container: the rendezvous
+// variables the torch plugin injects, processes per node against the GPUs
+// the container gets, and the node count the job asks for. Lint returns
+// both verdicts for one TrainJob on the linked trainer; RecordedLaunches
+// gives the launch verdict other trainer versions' matrices recorded for a
+// TrainJob of the same shape (LaunchKey), read from their embedded reports.
+// Outside the matrix's shapes that verdict is unknown, and said to be.
+//
 // # Trainer versions
 //
 // Every trainer version shares one module path, so a binary links exactly

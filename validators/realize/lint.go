@@ -2,6 +2,7 @@ package realize
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -26,20 +27,38 @@ func LosesFabric(c Change) bool {
 	return true
 }
 
+// Verdict is what Lint finds for one TrainJob on the linked trainer.
+type Verdict struct {
+	// TrainerVersion is the trainer version that realized the TrainJob.
+	TrainerVersion string
+	// Changes are the node pod's wiring changes, in Diff order.
+	Changes []Change
+	// Launch is the launch verdict.
+	Launch Launch
+}
+
 // Lint realizes job against runtime and returns the node pod's wiring
-// changes and the trainer version that produced them.
-func Lint(ctx context.Context, runtime client.Object, job *trainer.TrainJob) ([]Change, string, error) {
+// changes and the launch verdict on the linked trainer version.
+func Lint(ctx context.Context, runtime client.Object, job *trainer.TrainJob) (*Verdict, error) {
 	res, err := Realize(ctx, runtime, job)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	rtPod, err := RuntimePodTemplate(runtime, constants.Node)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	jsPod, err := JobSetPodTemplate(res.JobSet, constants.Node)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	return Diff(WiringOf(rtPod, constants.Node), WiringOf(jsPod, constants.Node)), res.TrainerVersion, nil
+	launch, err := JudgeLaunch(runtime, job, res.JobSet)
+	if err != nil {
+		return nil, fmt.Errorf("judging the launch: %w", err)
+	}
+	return &Verdict{
+		TrainerVersion: res.TrainerVersion,
+		Changes:        Diff(WiringOf(rtPod, constants.Node), WiringOf(jsPod, constants.Node)),
+		Launch:         launch,
+	}, nil
 }

@@ -7,7 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tcpxogen/tcpxogen/runtimes"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +20,8 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/kubeflow/trainer/v2/pkg/constants"
+
+	"github.com/tcpxogen/tcpxogen/runtimes"
 )
 
 // The compatibility matrix: what of a TCPXO runtime's wiring survives each
@@ -100,6 +102,8 @@ type Outcome struct {
 	RuntimeWiring Wiring
 	Wiring        Wiring
 	Changes       []Change
+	// Launch is the launch verdict (JudgeLaunch) of the realized JobSet.
+	Launch Launch
 }
 
 // NodeJob returns the realized JobSet's node replicated job.
@@ -205,6 +209,9 @@ func RunCase(ctx context.Context, c Case) (*Outcome, error) {
 	o.RuntimeWiring = WiringOf(rtPod, constants.Node)
 	o.Wiring = WiringOf(jsPod, constants.Node)
 	o.Changes = Diff(o.RuntimeWiring, o.Wiring)
+	if o.Launch, err = JudgeLaunch(rt, job, res.JobSet); err != nil {
+		return nil, fmt.Errorf("case %s: judging the launch: %w", c.Name, err)
+	}
 	return o, nil
 }
 
@@ -239,6 +246,12 @@ type Row struct {
 	// Observed records values a reader of the report needs: node count,
 	// the torchrun env, GPU resources, the MPI hostfile.
 	Observed map[string]string `json:"observed,omitempty"`
+	// Launch is the launch verdict of the realized TrainJob.
+	Launch *Launch `json:"launch,omitempty"`
+	// LaunchKey is the TrainJob's LaunchKey, for cases realized against
+	// the shipped runtime only: a binary linking another trainer version
+	// finds this row's launch verdict by it (RecordedLaunches).
+	LaunchKey string `json:"launchKey,omitempty"`
 	// Objects lists every realized object as Kind/name.
 	Objects []string `json:"objects,omitempty"`
 	// Unexpected lists expectation failures: realized behaviour that does
@@ -293,6 +306,12 @@ func RowOf(ctx context.Context, c Case) Row {
 		}
 	}
 	row.Observed = observe(o)
+	row.Launch = &o.Launch
+	if c.Runtime == nil {
+		if row.LaunchKey, err = LaunchKey(o.TrainJob); err != nil {
+			row.Unexpected = append(row.Unexpected, "launch key: "+err.Error())
+		}
+	}
 	row.Objects = append(row.Objects, "JobSet/"+o.Result.JobSet.Name)
 	for _, u := range o.Result.Others {
 		row.Objects = append(row.Objects, u.GetKind()+"/"+u.GetName())
@@ -395,6 +414,8 @@ func Cases() []Case {
 				expectEnvUnset(c, o, constants.TorchEnvNumNodes, constants.TorchEnvNumProcPerNode, constants.TorchEnvMasterAddr)
 				expectGPUs(c, o, "8", "8")
 				expectSnapshot(c, o)
+				// So torchrun has no rendezvous (kubeflow/trainer#4076).
+				expectLaunch(c, o, LaunchRendezvous)
 			},
 		},
 		{
@@ -415,6 +436,7 @@ func Cases() []Case {
 					constants.TorchEnvMasterPort:     fmt.Sprint(constants.ContainerTrainerPort),
 				})
 				expectGPUs(c, o, "8", "8")
+				expectLaunch(c, o)
 			},
 		},
 		{
@@ -429,6 +451,7 @@ func Cases() []Case {
 				expectNodes(c, o, 4)
 				expectEnv(c, o, map[string]string{constants.TorchEnvNumNodes: "4", constants.TorchEnvNumProcPerNode: "auto"})
 				expectGPUs(c, o, "8", "8")
+				expectLaunch(c, o)
 			},
 		},
 		{
@@ -442,6 +465,7 @@ func Cases() []Case {
 				expectChanges(c, o)
 				expectEnv(c, o, map[string]string{"TCPXO_MATRIX_EXTRA": "1"})
 				expectAdded(c, o, Change{What: EnvAdded, Path: "env TCPXO_MATRIX_EXTRA", To: "1"})
+				expectLaunch(c, o)
 			},
 		},
 		{
@@ -454,6 +478,7 @@ func Cases() []Case {
 			Expect: func(c *Check, o *Outcome) {
 				expectChanges(c, o, Change{What: EnvOverridden, Path: "env NCCL_DEBUG", From: "WARN", To: "INFO"})
 				expectEnvCount(c, o, "NCCL_DEBUG", 1)
+				expectLaunch(c, o)
 			},
 		},
 		{
@@ -478,6 +503,7 @@ func Cases() []Case {
 					expectGPUs(c, o, "8", "")
 				}
 				expectEnv(c, o, map[string]string{constants.TorchEnvNumProcPerNode: "auto"})
+				expectLaunch(c, o)
 			},
 		},
 		{
@@ -505,6 +531,64 @@ func Cases() []Case {
 				for _, p := range []string{"limits cpu", "limits memory", "requests cpu", "requests memory"} {
 					expectAddedPath(c, o, ResourceAdded, p)
 				}
+				// 16 processes on 8 GPUs (v2.3.0, kubeflow/trainer#3974) or
+				// on none (v2.2.0).
+				expectLaunch(c, o, LaunchProcesses)
+			},
+		},
+		{
+			Name:    "resources-cpu-memory-nproc-8",
+			Summary: "resources-cpu-memory plus spec.trainer.numProcPerNode: 8",
+			TrainJob: func(job *trainer.TrainJob) error {
+				rl := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("64Gi")}
+				job.Spec.Trainer = &trainer.Trainer{NumProcPerNode: ptr.To[int32](8), ResourcesPerNode: &corev1.ResourceRequirements{Limits: rl, Requests: rl.DeepCopy()}}
+				return nil
+			},
+			Expect: func(c *Check, o *Outcome) {
+				expectEnv(c, o, map[string]string{constants.TorchEnvNumProcPerNode: "8"})
+				if o.Behavior.ResourcesPerNodeMerges {
+					// The fix the launch check proposes for v2.3.0.
+					expectChanges(c, o)
+					expectGPUs(c, o, "8", "8")
+					expectLaunch(c, o)
+				} else {
+					// v2.2.0 still replaces the resources: numProcPerNode
+					// cannot bring the GPUs back.
+					expectChanges(c, o,
+						Change{What: ResourceLost, Path: "limits " + gpuResource, From: "8"},
+						Change{What: ResourceLost, Path: "requests " + gpuResource, From: "8"})
+					expectGPUs(c, o, "", "")
+					expectLaunch(c, o, LaunchProcesses)
+				}
+			},
+		},
+		{
+			Name:    "resources-all-nproc-8",
+			Summary: "spec.trainer.resourcesPerNode with cpu 16 / memory 64Gi / nvidia.com/gpu 8, numProcPerNode: 8",
+			TrainJob: func(job *trainer.TrainJob) error {
+				rl := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("64Gi"), gpuResource: resource.MustParse("8")}
+				job.Spec.Trainer = &trainer.Trainer{NumProcPerNode: ptr.To[int32](8), ResourcesPerNode: &corev1.ResourceRequirements{Limits: rl, Requests: rl.DeepCopy()}}
+				return nil
+			},
+			Expect: func(c *Check, o *Outcome) {
+				expectChanges(c, o)
+				expectGPUs(c, o, "8", "8")
+				expectEnv(c, o, map[string]string{constants.TorchEnvNumProcPerNode: "8"})
+				expectLaunch(c, o)
+			},
+		},
+		{
+			Name:    "num-proc-per-node-4",
+			Summary: "spec.trainer.numProcPerNode: 4 on the runtime's 8 GPUs",
+			TrainJob: func(job *trainer.TrainJob) error {
+				job.Spec.Trainer = &trainer.Trainer{NumProcPerNode: ptr.To[int32](4)}
+				return nil
+			},
+			Expect: func(c *Check, o *Outcome) {
+				expectChanges(c, o)
+				expectGPUs(c, o, "8", "8")
+				expectEnv(c, o, map[string]string{constants.TorchEnvNumProcPerNode: "4"})
+				expectLaunch(c, o, LaunchProcesses)
 			},
 		},
 		{
@@ -522,6 +606,8 @@ func Cases() []Case {
 					Change{What: VolumeAdded, Path: "volume scratch", To: "emptyDir"},
 					Change{What: MountAdded, Path: "mount /scratch", To: "scratch"})
 				expectGPUs(c, o, "8", "8")
+				// No spec.trainer: the bare shape's missing rendezvous.
+				expectLaunch(c, o, LaunchRendezvous)
 			},
 		},
 		{
@@ -562,6 +648,7 @@ func Cases() []Case {
 				if err != nil || len(pod.Spec.ResourceClaims) != 1 {
 					c.Errorf("pod-level resourceClaims should survive unreferenced; got %v (%v)", pod, err)
 				}
+				expectLaunch(c, o)
 			},
 		},
 		{
@@ -604,6 +691,9 @@ func Cases() []Case {
 					}
 				}
 				expectSnapshot(c, o)
+				if o.Launch.Judged {
+					c.Errorf("launch judged on an MPI runtime: %s", o.Launch.Summary)
+				}
 			},
 		},
 	}
@@ -625,6 +715,22 @@ func patchSpecJSON(job *trainer.TrainJob, fragment string) error {
 	}
 	job.Spec = *spec
 	return nil
+}
+
+// expectLaunch requires the launch to be judged and exactly the checks
+// failing to fail.
+func expectLaunch(c *Check, o *Outcome, failing ...string) {
+	if !o.Launch.Judged {
+		c.Errorf("launch not judged: %s", o.Launch.Summary)
+		return
+	}
+	var got []string
+	for _, p := range o.Launch.Problems {
+		got = append(got, p.Check)
+	}
+	if !slices.Equal(got, failing) {
+		c.Errorf("launch checks failing = %q, want %q (%s)", got, failing, o.Launch.Summary)
+	}
 }
 
 // expectChanges requires the non-addition changes to be exactly want.

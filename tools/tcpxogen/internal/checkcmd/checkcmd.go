@@ -12,7 +12,7 @@ import (
 
 // Commands returns the check command set.
 func Commands() cli.Commands {
-	return cli.Commands{"check": {Summary: "coupling check (make bom-check); --release adds the release gate (make release-check); `check trainjob FILE` lints a TrainJob", Run: run}}
+	return cli.Commands{"check": {Summary: "coupling check (make bom-check); --release adds the release gate (make release-check); `check trainjob FILE` lints every TrainJob in FILE: wiring and launch", Run: run}}
 }
 
 // errFailed carries the exit status of a check that ran and found problems;

@@ -6,11 +6,18 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"sigs.k8s.io/yaml"
+
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/coupling"
+	"github.com/tcpxogen/tcpxogen/validators/realize"
 )
 
 func runCheck(t *testing.T, args ...string) (int, string) {
@@ -43,18 +50,202 @@ func TestCheckUsage(t *testing.T) {
 	}
 }
 
+// recorded returns the launch verdicts the other trainer versions'
+// matrices recorded for the TrainJob in file, so expectations follow the
+// committed data rather than restate it.
+func recorded(t *testing.T, file string) []realize.RecordedLaunch {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var job trainer.TrainJob
+	if err := yaml.Unmarshal(data, &job); err != nil {
+		t.Fatal(err)
+	}
+	key, err := realize.LaunchKey(&job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := realize.RecordedLaunches(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) == 0 {
+		t.Fatal("no other trainer version recorded")
+	}
+	return recs
+}
+
 func TestCheckTrainJob(t *testing.T) {
+	linked := realize.TrainerVersion()
+	merges := func(v string) bool {
+		b, ok := realize.BehaviorOf(v)
+		if !ok {
+			t.Fatalf("no behaviour recorded for trainer %s", v)
+		}
+		return b.ResourcesPerNodeMerges
+	}
 	for _, tc := range []struct {
 		file string
 		code int
 		want []string
+		// wantRecorded returns what the output says of a recorded version.
+		wantRecorded func(rec realize.RecordedLaunch) []string
 	}{
-		{"trainjob-env-debug.yaml", cli.ExitOK, []string{"NCCL_DEBUG (WARN -> INFO): your value wins", "0 lose the fabric"}},
-		{"trainjob-cpu-only.yaml", cli.ExitFailure, []string{"FAIL  resource lost: limits nvidia.com/gpu (8 -> <none>)", "FAIL  env overridden: env NCCL_SOCKET_IFNAME (eth0 -> eth1)", "would lose the GPUDirect-TCPXO fabric"}},
-		{"trainjob-patch-resources.yaml", cli.ExitFailure, []string{"FAIL  schema: pruned", "resources", "vanishes silently"}},
+		{file: "trainjob-env-debug.yaml", code: cli.ExitOK, want: []string{
+			"note  env overridden: env NCCL_DEBUG (WARN -> INFO): your value wins", "0 lose the fabric; launch ok",
+			"ok    launch on trainer " + linked + ": ", "torchrun starts one process per visible GPU, 8 here",
+		}},
+		{file: "trainjob-cpu-only.yaml", code: cli.ExitFailure, want: []string{
+			"FAIL  resource lost: limits nvidia.com/gpu (8 -> <none>)", "FAIL  env overridden: env NCCL_SOCKET_IFNAME (eth0 -> eth1)",
+			"would lose the GPUDirect-TCPXO fabric",
+		}},
+		{file: "trainjob-patch-resources.yaml", code: cli.ExitFailure, want: []string{"FAIL  schema: pruned", "resources", "vanishes silently"}},
+		{
+			// Issue 4076's shape: wiring intact, no rendezvous, on every version.
+			file: "trainjob-bare.yaml", code: cli.ExitFailure,
+			want: []string{
+				"0 wiring change(s) listed above, 0 lose the fabric",
+				"FAIL  launch on trainer " + linked + ": rendezvous: the node container has no PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK, PET_MASTER_ADDR, PET_MASTER_PORT",
+				"upstream: kubeflow/trainer issue 4076", "fix: add `spec.trainer: {}`",
+			},
+			wantRecorded: func(rec realize.RecordedLaunch) []string {
+				return []string{"launch on trainer " + rec.TrainerVersion + ": the same as on " + linked + " (recorded by its realization matrix, case bare)"}
+			},
+		},
+		{
+			// PR 3974's shape: processes sized by the CPU override.
+			file: "trainjob-resources-cpu-memory.yaml", code: cli.ExitFailure,
+			want: []string{"launch on trainer " + linked + ": processes per node: PET_NPROC_PER_NODE=16 on a node container with "},
+			wantRecorded: func(rec realize.RecordedLaunch) []string {
+				if !merges(rec.TrainerVersion) {
+					return []string{"trainer " + rec.TrainerVersion + ": launch fails: processes per node (recorded)"}
+				}
+				return []string{
+					"FAIL  launch on trainer " + rec.TrainerVersion + " (recorded by its realization matrix, case resources-cpu-memory): processes per node: PET_NPROC_PER_NODE=16 on a node container with nvidia.com/gpu: 8: torchrun would start 16 processes for 8 GPUs",
+					"upstream: kubeflow/trainer PR 3974", "fix: set spec.trainer.numProcPerNode: 8",
+				}
+			},
+		},
+		{
+			// The fix for the shape above: passes where resourcesPerNode
+			// merges; where it replaces, the GPUs are gone whatever
+			// numProcPerNode says.
+			file: "trainjob-cpu-memory-nproc-8.yaml",
+			code: map[bool]int{true: cli.ExitOK, false: cli.ExitFailure}[merges(linked)],
+			wantRecorded: func(rec realize.RecordedLaunch) []string {
+				if merges(rec.TrainerVersion) {
+					return []string{"trainer " + rec.TrainerVersion + ": launch ok (recorded)"}
+				}
+				return []string{"trainer " + rec.TrainerVersion + ": launch fails: processes per node (recorded)"}
+			},
+		},
+		{
+			file: "trainjob-cpu-memory-gpus-nproc-8.yaml", code: cli.ExitOK,
+			want: []string{"0 lose the fabric; launch ok", "PET_NPROC_PER_NODE=8: one process per GPU (nvidia.com/gpu: 8)"},
+			wantRecorded: func(rec realize.RecordedLaunch) []string {
+				return []string{"trainer " + rec.TrainerVersion + ": launch ok (recorded)"}
+			},
+		},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			code, out := runCheck(t, "trainjob", filepath.Join("testdata", tc.file))
+			path := filepath.Join("testdata", tc.file)
+			code, out := runCheck(t, "trainjob", path)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d:\n%s", code, tc.code, out)
+			}
+			want := tc.want
+			if tc.wantRecorded != nil {
+				for _, rec := range recorded(t, path) {
+					want = append(want, tc.wantRecorded(rec)...)
+				}
+			}
+			for _, w := range want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+			checkEveryChangeListed(t, out)
+		})
+	}
+}
+
+// changeVocabulary is every Change.What, as a line about a change starts.
+var changeVocabulary = []string{
+	realize.AnnotationLost, realize.AnnotationChanged, realize.AnnotationAdded,
+	realize.InitContainerLost, realize.InitContainerChanged, realize.InitContainerAdded,
+	realize.VolumeLost, realize.VolumeChanged, realize.VolumeAdded, realize.NodeContainerLost,
+	realize.EnvLost, realize.EnvOverridden, realize.EnvAdded, realize.MountLost, realize.MountChanged, realize.MountAdded,
+	realize.CapabilityLost, realize.CapabilityAdded, realize.ResourceLost, realize.ResourceChanged, realize.ResourceAdded,
+}
+
+var summaryRE = regexp.MustCompile(`^(\[doc \d+ [^]]+\]) +trainer [^:]+: (\d+) wiring change\(s\) listed above`)
+
+// checkEveryChangeListed holds each document's summary count to the change
+// lines printed for it: a counted change is a shown change.
+func checkEveryChangeListed(t *testing.T, out string) {
+	t.Helper()
+	lines := map[string]int{}
+	summaries := 0
+	for _, l := range strings.Split(out, "\n") {
+		if m := summaryRE.FindStringSubmatch(l); m != nil {
+			summaries++
+			if n, err := strconv.Atoi(m[2]); err != nil || n != lines[m[1]] {
+				t.Errorf("%s: summary counts %s change(s), %d listed:\n%s", m[1], m[2], lines[m[1]], out)
+			}
+			continue
+		}
+		label, rest, ok := strings.Cut(l, "] ")
+		if !ok {
+			continue
+		}
+		text := strings.TrimSpace(rest[min(len(rest), 5):])
+		if slices.ContainsFunc(changeVocabulary, func(w string) bool { return strings.HasPrefix(text, w+": ") }) {
+			lines[label+"]"]++
+		}
+	}
+	if summaries == 0 && strings.Contains(out, "[doc ") {
+		t.Errorf("no summary line:\n%s", out)
+	}
+}
+
+// TestCheckTrainJobEveryDocument: a file's every TrainJob is judged, each
+// under its own label, and one bad document fails the file (issue 10's
+// reproduction: a good TrainJob, then the guide's NCCL_SOCKET_IFNAME
+// pitfall).
+func TestCheckTrainJobEveryDocument(t *testing.T) {
+	good, err := os.ReadFile(filepath.Join("testdata", "trainjob-env-debug.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: wrong-socket-ifname, namespace: team-a}\n" +
+		"spec:\n  runtimeRef: {name: torch-distributed-tcpxo}\n  trainer:\n    env: [{name: NCCL_SOCKET_IFNAME, value: eth1}]\n"
+	dir := t.TempDir()
+	for name, tc := range map[string]struct {
+		content string
+		code    int
+		want    []string
+		lacks   []string
+	}{
+		"good then bad": {string(good) + "---\n" + bad, cli.ExitFailure, []string{
+			"[doc 1 team-a/llama] note  env overridden: env NCCL_DEBUG",
+			"[doc 2 team-a/wrong-socket-ifname] FAIL  env overridden: env NCCL_SOCKET_IFNAME (eth0 -> eth1)",
+			"1 of 2 TrainJob document(s) fail: [doc 2 team-a/wrong-socket-ifname] would lose the GPUDirect-TCPXO fabric",
+		}, []string{"[doc 1 team-a/llama] FAIL"}},
+		"bad then good": {bad + "---\n" + string(good), cli.ExitFailure, []string{
+			"[doc 1 team-a/wrong-socket-ifname] FAIL  env overridden", "[doc 2 team-a/llama] note  env overridden",
+		}, nil},
+		"two good": {string(good) + "\n---\n" + strings.ReplaceAll(string(good), "name: llama", "name: llama-2"), cli.ExitOK, []string{
+			"[doc 1 team-a/llama] ", "[doc 2 team-a/llama-2] ",
+		}, []string{"FAIL"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".yaml")
+			if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, out := runCheck(t, "trainjob", path)
 			if code != tc.code {
 				t.Fatalf("exit %d, want %d:\n%s", code, tc.code, out)
 			}
@@ -63,24 +254,56 @@ func TestCheckTrainJob(t *testing.T) {
 					t.Errorf("output lacks %q:\n%s", w, out)
 				}
 			}
+			for _, w := range tc.lacks {
+				if strings.Contains(out, w) {
+					t.Errorf("output has %q:\n%s", w, out)
+				}
+			}
+			checkEveryChangeListed(t, out)
 		})
 	}
 }
 
 func TestCheckTrainJobBadInput(t *testing.T) {
 	dir := t.TempDir()
-	other := filepath.Join(dir, "other.yaml")
-	os.WriteFile(other, []byte("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: x}\nspec: {runtimeRef: {name: torch-distributed}}\n"), 0o644)
-	notJob := filepath.Join(dir, "pod.yaml")
-	os.WriteFile(notJob, []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n"), 0o644)
-	for name, args := range map[string][]string{
-		"no file":       {"trainjob"},
-		"missing file":  {"trainjob", filepath.Join(dir, "nope.yaml")},
-		"other runtime": {"trainjob", other},
-		"not a job":     {"trainjob", notJob},
-	} {
-		if code, out := runCheck(t, args...); code != cli.ExitUsage {
-			t.Errorf("%s: exit %d, want 2:\n%s", name, code, out)
+	good, err := os.ReadFile(filepath.Join("testdata", "trainjob-env-debug.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherRuntime := "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: x}\nspec: {runtimeRef: {name: torch-distributed}}\n"
+	pod := "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n"
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
 		}
+		return p
+	}
+	for name, tc := range map[string]struct {
+		args []string
+		want string
+	}{
+		"no file":             {[]string{"trainjob"}, ""},
+		"missing file":        {[]string{"trainjob", filepath.Join(dir, "nope.yaml")}, "nope.yaml"},
+		"empty file":          {[]string{"trainjob", write("empty.yaml", "# nothing\n")}, "holds no YAML document"},
+		"other runtime":       {[]string{"trainjob", write("other.yaml", otherRuntime)}, "document 1 (TrainJob \"x\") references ClusterTrainingRuntime \"torch-distributed\""},
+		"not a job":           {[]string{"trainjob", write("pod.yaml", pod)}, "document 1 is a \"Pod\""},
+		"pod after a job":     {[]string{"trainjob", write("job-pod.yaml", string(good)+"---\n"+pod)}, "document 2 is a \"Pod\""},
+		"runtime after jobs":  {[]string{"trainjob", write("job-other.yaml", string(good)+"---\n"+strings.ReplaceAll(string(good), "name: llama", "name: llama-2")+"---\n"+otherRuntime)}, "document 3 (TrainJob \"x\")"},
+		"TrainingRuntime ref": {[]string{"trainjob", write("kind.yaml", strings.Replace(string(good), "name: torch-distributed-tcpxo", "{name: torch-distributed-tcpxo, kind: TrainingRuntime}", 1))}, "references TrainingRuntime"},
+		"not YAML":            {[]string{"trainjob", write("bad.yaml", "kind: [\n")}, "bad.yaml"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			code, out := runCheck(t, tc.args...)
+			if code != cli.ExitUsage {
+				t.Fatalf("exit %d, want 2:\n%s", code, out)
+			}
+			if !strings.Contains(out, tc.want) {
+				t.Errorf("output lacks %q:\n%s", tc.want, out)
+			}
+			if strings.Contains(out, "[doc ") {
+				t.Errorf("verdicts printed before the file was refused:\n%s", out)
+			}
+		})
 	}
 }

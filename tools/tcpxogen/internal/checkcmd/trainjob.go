@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
-	"sigs.k8s.io/yaml"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
@@ -15,83 +19,196 @@ import (
 	"github.com/tcpxogen/tcpxogen/validators/schema"
 )
 
-// lintTrainJob realizes a user's TrainJob against the shipped runtime and
-// reports what of the wiring it removes or changes. Exit 1 when the fabric
-// would be lost; exit 2 when the file is not a TrainJob for it.
+// lintTrainJob realizes every TrainJob document of a file against the
+// shipped runtime and reports, per document, the schema findings, every
+// change to the wiring, and the launch verdict (on the linked trainer, and
+// as recorded by the realization matrix on the other trainer versions).
+// Exit 1 when any document loses the fabric or launches wrong on any
+// trainer version it knows; exit 2 when any document is not a TrainJob of
+// the shipped runtime, before anything is judged.
 func lintTrainJob(ctx context.Context, args []string, s cli.Streams) error {
 	fs := cli.NewFlags("check trainjob", "check trainjob FILE", s)
 	if err := cli.ParseArgs(fs, args, 1, "one TrainJob file: tcpxogen check trainjob FILE"); err != nil {
 		return err
 	}
-	data, err := os.ReadFile(fs.Arg(0))
+	name := fs.Arg(0)
+	data, err := os.ReadFile(name)
 	if err != nil {
 		return cli.BadInput("%w", err)
 	}
-	job, err := decodeTrainJob(fs.Arg(0), data)
+	v, err := schema.NewTrainer()
 	if err != nil {
 		return err
 	}
-	fatalCount, err := lintReport(ctx, s.Out, fs.Arg(0), data, job)
+	reports, err := v.Validate(data)
+	if err != nil {
+		return cli.BadInput("%s: %w", name, err)
+	}
+	docs, err := trainJobDocs(name, reports)
 	if err != nil {
 		return err
 	}
-	if fatalCount > 0 {
-		return fmt.Errorf("%s would lose the GPUDirect-TCPXO fabric (%d change(s) above): NCCL would fall back to TCP or fail", fs.Arg(0), fatalCount)
+	rt, err := runtimes.Shipped()
+	if err != nil {
+		return err
+	}
+	var failed []string
+	for _, d := range docs {
+		reasons, err := lintDoc(ctx, s.Out, rt, d)
+		if err != nil {
+			return fmt.Errorf("%s document %d: %w", name, d.report.Document, err)
+		}
+		if len(reasons) > 0 {
+			failed = append(failed, fmt.Sprintf("%s %s", d.label(), strings.Join(reasons, ", ")))
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%s: %d of %d TrainJob document(s) fail: %s", name, len(failed), len(docs), strings.Join(failed, "; "))
 	}
 	return nil
 }
 
-func decodeTrainJob(name string, data []byte) (*trainer.TrainJob, error) {
-	var job trainer.TrainJob
-	// Non-strict here on purpose: unknown fields are reported by the schema
-	// proof below with their paths, which says more than a decode error.
-	if err := yaml.Unmarshal(data, &job); err != nil {
-		return nil, cli.BadInput("%s: %w", name, err)
-	}
-	if job.Kind != trainer.TrainJobKind {
-		return nil, cli.BadInput("%s is a %q, not a TrainJob", name, job.Kind)
-	}
-	if job.Spec.RuntimeRef.Name != runtimes.RuntimeName {
-		return nil, cli.BadInput("%s references runtime %q, not %s: this lint checks TrainJobs of the shipped runtime", name, job.Spec.RuntimeRef.Name, runtimes.RuntimeName)
-	}
-	return &job, nil
+// trainJobDoc is one TrainJob document of the file, as the API server
+// would store it (pruned, CRD defaults applied).
+type trainJobDoc struct {
+	report schema.Report
+	job    *trainer.TrainJob
 }
 
-// lintReport prints the schema findings and the wiring changes and returns
-// how many of them lose the fabric.
-func lintReport(ctx context.Context, w io.Writer, name string, data []byte, job *trainer.TrainJob) (int, error) {
-	v, err := schema.NewTrainer()
-	if err != nil {
-		return 0, err
+// label names the document in every line about it: its position in the
+// file, which is what a reader counts, and the TrainJob's name.
+func (d trainJobDoc) label() string {
+	return fmt.Sprintf("[doc %d %s/%s]", d.report.Document, d.job.Namespace, d.job.Name)
+}
+
+// trainJobDocs decodes every document, refusing the file (exit 2) if any
+// is not a TrainJob of the shipped runtime: judging only some of a file's
+// documents would pass what the rest loses.
+func trainJobDocs(name string, reports []schema.Report) ([]trainJobDoc, error) {
+	if len(reports) == 0 {
+		return nil, cli.BadInput("%s holds no YAML document", name)
 	}
-	reports, err := v.Validate(data)
-	if err != nil {
-		return 0, cli.BadInput("%s: %w", name, err)
-	}
-	fatalCount := 0
+	want := trainer.SchemeGroupVersion.WithKind(trainer.TrainJobKind).GroupKind()
+	docs := make([]trainJobDoc, 0, len(reports))
 	for _, r := range reports {
-		for _, f := range r.Findings {
-			fmt.Fprintf(w, "FAIL  schema: %s (the API server would drop or reject this; on a cluster it vanishes silently)\n", f)
-			fatalCount++
+		gv, err := k8sschema.ParseGroupVersion(r.APIVersion)
+		if err != nil || gv.WithKind(r.Kind).GroupKind() != want {
+			return nil, cli.BadInput("%s document %d is a %q of apiVersion %q, not a TrainJob (%s): this lint checks TrainJobs of the shipped runtime", name, r.Document, r.Kind, r.APIVersion, trainer.SchemeGroupVersion)
 		}
+		if r.Defaulted == nil {
+			return nil, cli.BadInput("%s document %d cannot be read as a TrainJob: %v", name, r.Document, r.Err())
+		}
+		var job trainer.TrainJob
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(r.Defaulted.Object, &job); err != nil {
+			return nil, cli.BadInput("%s document %d cannot be read as a TrainJob: %w", name, r.Document, err)
+		}
+		ref := job.Spec.RuntimeRef
+		if ref.Name != runtimes.RuntimeName || ptr.Deref(ref.Kind, trainer.ClusterTrainingRuntimeKind) != trainer.ClusterTrainingRuntimeKind {
+			return nil, cli.BadInput("%s document %d (TrainJob %q) references %s %q, not ClusterTrainingRuntime %s: this lint checks TrainJobs of the shipped runtime",
+				name, r.Document, job.Name, ptr.Deref(ref.Kind, trainer.ClusterTrainingRuntimeKind), ref.Name, runtimes.RuntimeName)
+		}
+		docs = append(docs, trainJobDoc{report: r, job: &job})
 	}
-	rt, err := runtimes.Shipped()
+	return docs, nil
+}
+
+// lintDoc prints one document's verdict lines and returns why it fails
+// (nothing when it passes).
+func lintDoc(ctx context.Context, w io.Writer, rt *trainer.ClusterTrainingRuntime, d trainJobDoc) ([]string, error) {
+	p := printer{w: w, prefix: d.label()}
+	var reasons []string
+	for _, f := range d.report.Findings {
+		p.line("FAIL", "schema: %s (the API server would drop or reject this; on a cluster it vanishes silently)", f)
+	}
+	if n := len(d.report.Findings); n > 0 {
+		reasons = append(reasons, fmt.Sprintf("has %d schema finding(s)", n))
+	}
+	v, err := realize.Lint(ctx, rt, d.job)
 	if err != nil {
-		return 0, err
+		return nil, fmt.Errorf("realize against %s: %w", runtimes.RuntimeName, err)
 	}
-	changes, version, err := realize.Lint(ctx, rt, job)
-	if err != nil {
-		return 0, fmt.Errorf("realize %s against %s: %w", name, runtimes.RuntimeName, err)
-	}
-	for _, c := range changes {
+	fatal := 0
+	for _, c := range v.Changes {
 		switch {
 		case realize.LosesFabric(c):
-			fmt.Fprintf(w, "FAIL  %s\n", c)
-			fatalCount++
+			p.line("FAIL", "%s", c)
+			fatal++
 		case c.What == realize.EnvOverridden:
-			fmt.Fprintf(w, "note  %s: your value wins over the runtime's\n", c)
+			p.line("note", "%s: your value wins over the runtime's", c)
+		default:
+			p.line("ok", "%s", c)
 		}
 	}
-	fmt.Fprintf(w, "%s on trainer %s: %d wiring change(s), %d lose the fabric\n", name, version, len(changes), fatalCount)
-	return fatalCount, nil
+	if fatal > 0 {
+		reasons = append(reasons, fmt.Sprintf("would lose the GPUDirect-TCPXO fabric (%d change(s)): NCCL would fall back to TCP or fail", fatal))
+	}
+
+	summaries := []string{fmt.Sprintf("trainer %s: %d wiring change(s) listed above, %d lose the fabric; %s", v.TrainerVersion, len(v.Changes), fatal, v.Launch.Summary)}
+	p.launch(v.TrainerVersion, "", v.Launch)
+	if !v.Launch.OK() {
+		reasons = append(reasons, "launches wrong on trainer "+v.TrainerVersion)
+	}
+	key, err := realize.LaunchKey(d.job)
+	if err != nil {
+		return nil, err
+	}
+	recorded, err := realize.RecordedLaunches(key)
+	if err != nil {
+		return nil, err
+	}
+	for _, rec := range recorded {
+		switch {
+		case rec.Launch == nil:
+			p.line("note", "launch on trainer %s: not known for this TrainJob's shape: this binary links trainer %s, and the realization matrix of %s covers only the cases %s (docs/trainer-compat.md)",
+				rec.TrainerVersion, v.TrainerVersion, rec.TrainerVersion, strings.Join(rec.Covered, ", "))
+			summaries = append(summaries, fmt.Sprintf("trainer %s: launch unknown", rec.TrainerVersion))
+			continue
+		case sameLaunch(*rec.Launch, v.Launch):
+			p.line("note", "launch on trainer %s: the same as on %s (recorded by its realization matrix, case %s)", rec.TrainerVersion, v.TrainerVersion, rec.Case)
+		default:
+			p.launch(rec.TrainerVersion, fmt.Sprintf(" (recorded by its realization matrix, case %s)", rec.Case), *rec.Launch)
+		}
+		summaries = append(summaries, fmt.Sprintf("trainer %s: %s (recorded)", rec.TrainerVersion, rec.Launch.Summary))
+		if !rec.Launch.OK() {
+			reasons = append(reasons, fmt.Sprintf("launches wrong on trainer %s", rec.TrainerVersion))
+		}
+	}
+	p.line("", "%s", strings.Join(summaries, "; "))
+	return reasons, nil
+}
+
+// sameLaunch compares verdicts by what fails: the notes name values (the
+// node count) the launch key deliberately leaves out.
+func sameLaunch(a, b realize.Launch) bool {
+	return a.Judged == b.Judged && slices.Equal(a.Problems, b.Problems)
+}
+
+type printer struct {
+	w      io.Writer
+	prefix string
+}
+
+// line prints one verdict line: the document label, a tag of four
+// columns (FAIL, note, ok or none), the text.
+func (p printer) line(tag, format string, a ...any) {
+	fmt.Fprintf(p.w, "%s %-5s %s\n", p.prefix, tag, fmt.Sprintf(format, a...))
+}
+
+func (p printer) launch(version, source string, l realize.Launch) {
+	switch {
+	case !l.Judged:
+		p.line("note", "launch on trainer %s%s: %s", version, source, l.Summary)
+	case l.OK():
+		p.line("ok", "launch on trainer %s%s: %s", version, source, strings.Join(l.Notes, "; "))
+	}
+	for _, pr := range l.Problems {
+		p.line("FAIL", "launch on trainer %s%s: %s: %s", version, source, pr.Check, pr.Problem)
+		if pr.Cause != "" {
+			p.line("", "  cause: %s", pr.Cause)
+		}
+		if pr.Upstream != "" {
+			p.line("", "  upstream: %s", pr.Upstream)
+		}
+		p.line("", "  fix: %s", pr.Fix)
+	}
 }

@@ -6,12 +6,15 @@ import (
 )
 
 const v22 = `{"trainerVersion":"v2.2.0","rows":[
- {"case":"bare","summary":"runtimeRef only","trainerVersion":"v2.2.0","supported":true,"survives":{"annotations":true,"gpu limit":true}},
+ {"case":"bare","summary":"runtimeRef only","trainerVersion":"v2.2.0","supported":true,"survives":{"annotations":true,"gpu limit":true},
+  "launch":{"judged":true,"summary":"launch fails: rendezvous","problems":[{"check":"rendezvous","problem":"no PET_NNODES","cause":"no spec.trainer","upstream":"kubeflow/trainer issue 4076","fix":"add spec.trainer"}]},
+  "launchKey":"no spec.trainer"},
  {"case":"cpu-only","summary":"cpu | memory","trainerVersion":"v2.2.0","supported":true,"survives":{"annotations":true,"gpu limit":false},
   "changes":["resource lost: limits nvidia.com/gpu (8 -> <none>)"],"observed":{"limits nvidia.com/gpu":"<unset>"}}]}`
 
 const v23 = `{"trainerVersion":"v2.3.0","rows":[
- {"case":"bare","summary":"runtimeRef only","trainerVersion":"v2.3.0","supported":true,"survives":{"annotations":true,"gpu limit":true}},
+ {"case":"bare","summary":"runtimeRef only","trainerVersion":"v2.3.0","supported":true,"survives":{"annotations":true,"gpu limit":true},
+  "launch":{"judged":true,"summary":"launch ok","notes":["8 per node"]}},
  {"case":"cpu-only","summary":"cpu | memory","trainerVersion":"v2.3.0","supported":false,"note":"x"}]}`
 
 func TestCompatMarkdown(t *testing.T) {
@@ -26,10 +29,13 @@ func TestCompatMarkdown(t *testing.T) {
 	md := string(CompatMarkdown([]CompatReport{a, b}))
 	for _, want := range []string{
 		CompatHeader,
-		"| TrainJob | v2.2.0 | v2.3.0 |",
-		"| `bare`: runtimeRef only | wiring intact | wiring intact |",
-		"| `cpu-only`: cpu \\| memory | **lost: gpu limit** | not expressible on this version |",
+		"| TrainJob | wiring on v2.2.0 | wiring on v2.3.0 | launch on v2.2.0 | launch on v2.3.0 |",
+		"| `bare`: runtimeRef only | wiring intact | wiring intact | **fails: rendezvous** | launch ok |",
+		"| `cpu-only`: cpu \\| memory | **lost: gpu limit** | not expressible on this version | not judged | not expressible on this version |",
 		"- resource lost: limits nvidia.com/gpu (8 -> <none>)",
+		"  - rendezvous: no PET_NNODES\n    Cause: no spec.trainer. Upstream: kubeflow/trainer issue 4076. Fix: add spec.trainer.\n",
+		"- launch key: `no spec.trainer`",
+		"  - 8 per node\n",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)

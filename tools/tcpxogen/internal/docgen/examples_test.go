@@ -2,8 +2,9 @@
 // each goes through the API server's validation against the trainer CRDs,
 // and each TrainJob of the shipped runtime is realized through the trainer
 // runtime framework. A block fenced as
-// "```yaml pitfall" must lose the fabric, so the page cannot claim a
-// pitfall that no longer exists.
+// "```yaml pitfall" must lose the fabric or launch wrong, so the page
+// cannot claim a pitfall that no longer exists; any other block must do
+// neither.
 package docgen
 
 import (
@@ -67,53 +68,84 @@ func checkBlock(t *testing.T, v *schema.Validator, shipped *trainer.ClusterTrain
 		if r.Defaulted == nil {
 			continue
 		}
-		changes, err := realizeExample(r.Defaulted.Object, shipped)
+		v, job, err := realizeExample(r.Defaulted.Object, shipped)
 		if err != nil {
 			t.Fatalf("realize: %v", err)
 		}
-		for _, c := range changes {
+		if v == nil {
+			continue
+		}
+		if job != nil {
+			// What the other trainer versions' matrices recorded for a
+			// TrainJob of this shape holds the page's claims about them.
+			key, err := realize.LaunchKey(job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs, err := realize.RecordedLaunches(key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, rec := range recs {
+				if rec.Launch == nil {
+					t.Logf("launch on trainer %s not recorded for this shape", rec.TrainerVersion)
+					continue
+				}
+				for _, p := range rec.Launch.Problems {
+					lost = append(lost, "launch on trainer "+rec.TrainerVersion+" (recorded, case "+rec.Case+"): "+p.Check+": "+p.Problem)
+				}
+			}
+		}
+		for _, c := range v.Changes {
 			if realize.LosesFabric(c) {
 				lost = append(lost, c.String())
 			}
+		}
+		for _, p := range v.Launch.Problems {
+			lost = append(lost, "launch on trainer "+v.TrainerVersion+": "+p.Check+": "+p.Problem)
 		}
 	}
 	switch b.Info {
 	case "pitfall":
 		if len(lost) == 0 {
-			t.Fatal("a pitfall example no longer loses the fabric: update the guide")
+			t.Fatal("a pitfall example no longer loses the fabric or launches wrong: update the guide")
 		}
-		t.Logf("loses the fabric, as the guide says: %s", strings.Join(lost, "; "))
+		t.Logf("fails, as the guide says: %s", strings.Join(lost, "; "))
 	case "":
 		if len(lost) > 0 {
-			t.Fatalf("example loses the fabric: %s", strings.Join(lost, "; "))
+			t.Fatalf("example loses the fabric or launches wrong: %s", strings.Join(lost, "; "))
 		}
 	default:
 		t.Fatalf("unknown fence info %q: use ```yaml or ```yaml pitfall", b.Info)
 	}
 }
 
-// realizeExample realizes TrainJobs of the shipped runtime against it, and
-// a bare TrainJob against any TrainingRuntime; other kinds have nothing to
-// realize.
-func realizeExample(obj map[string]any, shipped *trainer.ClusterTrainingRuntime) ([]realize.Change, error) {
+// realizeExample realizes TrainJobs of the shipped runtime against it
+// (and returns the TrainJob, whose shape other trainer versions recorded),
+// and a TrainJob with an empty spec.trainer against any TrainingRuntime
+// (the smallest TrainJob that launches: the example is the runtime, not
+// the job); other kinds have nothing to realize.
+func realizeExample(obj map[string]any, shipped *trainer.ClusterTrainingRuntime) (*realize.Verdict, *trainer.TrainJob, error) {
 	switch obj["kind"] {
 	case trainer.TrainJobKind:
 		var job trainer.TrainJob
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &job); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if job.Spec.RuntimeRef.Name != runtimes.RuntimeName {
-			return nil, nil // another runtime (EKS, AKS): the schema proof is the test
+			return nil, nil, nil // another runtime (EKS, AKS): the schema proof is the test
 		}
-		changes, _, err := realize.Lint(context.Background(), shipped, &job)
-		return changes, err
+		v, err := realize.Lint(context.Background(), shipped, &job)
+		return v, &job, err
 	case trainer.TrainingRuntimeKind:
 		var rt trainer.TrainingRuntime
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &rt); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		changes, _, err := realize.Lint(context.Background(), &rt, realize.BareTrainJob(client.Object(&rt)))
-		return changes, err
+		job := realize.BareTrainJob(client.Object(&rt))
+		job.Spec.Trainer = &trainer.Trainer{}
+		v, err := realize.Lint(context.Background(), &rt, job)
+		return v, nil, err
 	}
-	return nil, nil
+	return nil, nil, nil
 }
