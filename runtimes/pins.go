@@ -1,9 +1,13 @@
 package runtimes
 
 import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/tcpxogen/tcpxogen/bom"
-	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
 	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
+	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
 )
 
 // Pins are the extracted facts the builders consume. GeneratedPins reads
@@ -75,4 +79,25 @@ func envOf(vars []tcpxo.EnvVar) []bom.EnvVar {
 		out[i] = bom.EnvVar{Name: v.Name, Value: v.Value}
 	}
 	return out
+}
+
+// guestConfigVar is how a profile points the guest config checker at its
+// rules file.
+const guestConfigVar = "NCCL_SHIMNET_GUEST_CONFIG_CHECKER_CONFIG_FILE"
+
+// RulesFor returns the guest config rules that hold for a container with
+// env: those of the profile whose checker file env points at, the default
+// profile's when env names none (the checker still runs with the installed
+// default), and the default's too for a file no profile uses, which the
+// fabric rule set then reports as a changed setting.
+func (p Pins) RulesFor(env []corev1.EnvVar) []guestconfig.Rule {
+	i := slices.IndexFunc(env, func(e corev1.EnvVar) bool { return e.Name == guestConfigVar })
+	if i >= 0 {
+		for name, prof := range p.Profiles {
+			if slices.ContainsFunc(prof, func(v bom.EnvVar) bool { return v.Name == guestConfigVar && v.Value == env[i].Value }) {
+				return p.GuestRules[name]
+			}
+		}
+	}
+	return p.GuestRules[ProfileDefault]
 }

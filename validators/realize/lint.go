@@ -3,43 +3,86 @@ package realize
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/kubeflow/trainer/v2/pkg/constants"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
+	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
 )
 
-// benignEnv are variables a TrainJob may override without touching the
-// fabric: logging only. Overriding any other runtime variable changes how
-// NCCL finds or drives the GPU NICs.
-var benignEnv = map[string]bool{"NCCL_DEBUG": true, "NCCL_DEBUG_SUBSYS": true, "NCCL_DEBUG_FILE": true}
+// Judged is a wiring change with its fabric verdict.
+type Judged struct {
+	Change
+	Severity fabric.Severity
+	// Reason names the rule that decided; Fix says what to do instead.
+	Reason, Fix string
+}
 
-// LosesFabric reports whether a wiring change costs the GPUDirect-TCPXO
-// fabric: anything lost or changed, and any env override but logging.
-func LosesFabric(c Change) bool {
-	switch {
-	case c.IsAddition():
-		return false
-	case c.What == EnvOverridden:
-		return !benignEnv[strings.TrimPrefix(c.Path, "env ")]
+// LosesFabric reports whether the change loses or breaks the fabric.
+func (j Judged) LosesFabric() bool { return j.Severity == fabric.Fatal }
+
+// EnvRule is the What of a finding of the fabric rule set that no env
+// change carries (an enforced rule the runtime itself does not meet, or a
+// value set from elsewhere).
+const EnvRule = "env rule"
+
+// Judge is the one fabric decision over wiring: the node container's env
+// is judged by the fabric rule set (internal/fabric) with the installer's
+// guest config rules, for removals, changes and additions alike; any other
+// wiring element lost or changed loses the fabric, and additions of other
+// elements keep it.
+func Judge(from, to Wiring, rules []guestconfig.Rule) []Judged {
+	all := fabric.Check(from.NodeEnv, rules, to.NodeEnv)
+	// Check gives one finding per variable, so a path names one finding.
+	findings := make(map[string]fabric.Finding, len(all))
+	for _, f := range all {
+		findings[f.Path] = f
 	}
-	return true
+	var out []Judged
+	for _, c := range Diff(from, to) {
+		j := Judged{Change: c}
+		switch {
+		case c.What == EnvLost || c.What == EnvOverridden || c.What == EnvAdded:
+			f, ok := findings[c.Path]
+			delete(findings, c.Path)
+			j.Severity, j.Reason, j.Fix = fabric.Note, "not an NCCL setting", ""
+			if ok {
+				j.Severity, j.Reason, j.Fix = f.Severity, f.Reason, f.Fix
+			}
+		case c.IsAddition():
+			j.Severity, j.Reason = fabric.Note, "adds to the wiring"
+		default:
+			j.Severity, j.Reason = fabric.Fatal, "the runtime's wiring element is lost or changed"
+			j.Fix = "keep what the runtime sets: override only what the user guide says a workload may tune"
+		}
+		out = append(out, j)
+	}
+	// Findings no env change carries, in the rule set's order.
+	for _, f := range all {
+		if _, left := findings[f.Path]; left {
+			out = append(out, Judged{Change: Change{What: EnvRule, Path: f.Path}, Severity: f.Severity, Reason: f.Reason, Fix: f.Fix})
+		}
+	}
+	return out
 }
 
 // Verdict is what Lint finds for one TrainJob on the linked trainer.
 type Verdict struct {
 	// TrainerVersion is the trainer version that realized the TrainJob.
 	TrainerVersion string
-	// Changes are the node pod's wiring changes, in Diff order.
-	Changes []Change
+	// Changes are the node pod's wiring changes, in Diff order, each with
+	// its fabric verdict.
+	Changes []Judged
 	// Launch is the launch verdict.
 	Launch Launch
 }
 
 // Lint realizes job against runtime and returns the node pod's wiring
-// changes and the launch verdict on the linked trainer version.
-func Lint(ctx context.Context, runtime client.Object, job *trainer.TrainJob) (*Verdict, error) {
+// changes, judged with rules (the guest config rules of the runtime's
+// profile), and the launch verdict on the linked trainer version.
+func Lint(ctx context.Context, runtime client.Object, job *trainer.TrainJob, rules []guestconfig.Rule) (*Verdict, error) {
 	res, err := Realize(ctx, runtime, job)
 	if err != nil {
 		return nil, err
@@ -58,7 +101,7 @@ func Lint(ctx context.Context, runtime client.Object, job *trainer.TrainJob) (*V
 	}
 	return &Verdict{
 		TrainerVersion: res.TrainerVersion,
-		Changes:        Diff(WiringOf(rtPod, constants.Node), WiringOf(jsPod, constants.Node)),
+		Changes:        Judge(WiringOf(rtPod, constants.Node), WiringOf(jsPod, constants.Node), rules),
 		Launch:         launch,
 	}, nil
 }

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
 	"github.com/tcpxogen/tcpxogen/validators/realize"
 )
 
@@ -25,7 +26,7 @@ const ReplicatedJobLabel = "jobset.sigs.k8s.io/replicatedjob-name"
 // Check compares each worker pod (replicated job "node") with the wiring of
 // the benchmark's node pod template and checks that the tcpxo-daemon
 // sidecar started. It fails naming every pod and what it lacks.
-func Check(pods []corev1.Pod, want *corev1.PodTemplateSpec) error {
+func Check(pods []corev1.Pod, want *corev1.PodTemplateSpec, rules []guestconfig.Rule) error {
 	wantWiring := realize.WiringOf(want, constants.Node)
 	var problems []string
 	workers := 0
@@ -36,9 +37,9 @@ func Check(pods []corev1.Pod, want *corev1.PodTemplateSpec) error {
 		}
 		workers++
 		got := realize.WiringOf(&corev1.PodTemplateSpec{ObjectMeta: p.ObjectMeta, Spec: p.Spec}, constants.Node)
-		for _, c := range realize.Diff(wantWiring, got) {
-			if realize.LosesFabric(c) {
-				problems = append(problems, fmt.Sprintf("pod %s: %s", p.Name, c))
+		for _, c := range realize.Judge(wantWiring, got, rules) {
+			if c.LosesFabric() {
+				problems = append(problems, fmt.Sprintf("pod %s: %s: %s", p.Name, c.Change, c.Reason))
 			}
 		}
 		if msg := daemonStarted(p); msg != "" {

@@ -307,3 +307,43 @@ func TestCheckTrainJobBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckTrainJobFabricRules: issue 10's reproductions. Additions count
+// (NCCL_NET=Socket, NCCL_NET_PLUGIN=none exited 0 before), an enforced
+// guest-config variable cannot be overridden, a logging one can.
+func TestCheckTrainJobFabricRules(t *testing.T) {
+	good, err := os.ReadFile(filepath.Join("testdata", "trainjob-env-debug.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for name, tc := range map[string]struct {
+		env  string
+		code int
+		want []string
+	}{
+		"transport added":                 {"NCCL_NET\n        value: Socket", cli.ExitFailure, []string{"FAIL  env added: env NCCL_NET", "NCCL_NET"}},
+		"plugin disabled":                 {"NCCL_NET_PLUGIN\n        value: none", cli.ExitFailure, []string{"FAIL  env added: env NCCL_NET_PLUGIN"}},
+		"enforced overridden":             {"NCCL_PROTO\n        value: Simple", cli.ExitFailure, []string{"FAIL  env overridden: env NCCL_PROTO", "enforces"}},
+		"enforced removed by a ConfigMap": {"NCCL_MIN_NCHANNELS\n        valueFrom: {configMapKeyRef: {name: tuning, key: channels}}", cli.ExitFailure, []string{"NCCL_MIN_NCHANNELS"}},
+		"logging tuned":                   {"NCCL_DEBUG_SUBSYS\n        value: INIT,NET", cli.ExitOK, []string{"note  env overridden: env NCCL_DEBUG_SUBSYS"}},
+		"unrelated added":                 {"WANDB_PROJECT\n        value: llama", cli.ExitOK, []string{"env added: env WANDB_PROJECT"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			doc := strings.Replace(string(good), "NCCL_DEBUG\n        value: INFO", tc.env, 1)
+			path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".yaml")
+			if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, out := runCheck(t, "trainjob", path)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d:\n%s", code, tc.code, out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}

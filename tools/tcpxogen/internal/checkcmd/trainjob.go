@@ -13,6 +13,7 @@ import (
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 	"github.com/tcpxogen/tcpxogen/validators/realize"
@@ -123,20 +124,30 @@ func lintDoc(ctx context.Context, w io.Writer, rt *trainer.ClusterTrainingRuntim
 	if n := len(d.report.Findings); n > 0 {
 		reasons = append(reasons, fmt.Sprintf("has %d schema finding(s)", n))
 	}
-	v, err := realize.Lint(ctx, rt, d.job)
+	tpl, err := realize.RuntimePodTemplate(rt, runtimes.NodeContainer)
+	if err != nil {
+		return nil, err
+	}
+	rules := runtimes.GeneratedPins().RulesFor(realize.WiringOf(tpl, runtimes.NodeContainer).NodeEnv)
+	v, err := realize.Lint(ctx, rt, d.job, rules)
 	if err != nil {
 		return nil, fmt.Errorf("realize against %s: %w", runtimes.RuntimeName, err)
 	}
 	fatal := 0
 	for _, c := range v.Changes {
 		switch {
-		case realize.LosesFabric(c):
-			p.line("FAIL", "%s", c)
+		case c.Severity == fabric.Fatal:
+			p.line("FAIL", "%s: %s", c.Change, c.Reason)
+			if c.Fix != "" {
+				p.line("", "  fix: %s", c.Fix)
+			}
 			fatal++
+		case c.Severity == fabric.Warning:
+			p.line("warn", "%s: %s", c.Change, c.Reason)
 		case c.What == realize.EnvOverridden:
-			p.line("note", "%s: your value wins over the runtime's", c)
+			p.line("note", "%s: your value wins over the runtime's (%s)", c.Change, c.Reason)
 		default:
-			p.line("ok", "%s", c)
+			p.line("ok", "%s: %s", c.Change, c.Reason)
 		}
 	}
 	if fatal > 0 {

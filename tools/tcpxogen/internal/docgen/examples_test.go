@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/validators/realize"
 	"github.com/tcpxogen/tcpxogen/validators/schema"
@@ -97,8 +98,8 @@ func checkBlock(t *testing.T, v *schema.Validator, shipped *trainer.ClusterTrain
 			}
 		}
 		for _, c := range v.Changes {
-			if realize.LosesFabric(c) {
-				lost = append(lost, c.String())
+			if c.LosesFabric() {
+				lost = append(lost, c.Change.String()+": "+c.Reason)
 			}
 		}
 		for _, p := range v.Launch.Problems {
@@ -135,7 +136,7 @@ func realizeExample(obj map[string]any, shipped *trainer.ClusterTrainingRuntime)
 		if job.Spec.RuntimeRef.Name != runtimes.RuntimeName {
 			return nil, nil, nil // another runtime (EKS, AKS): the schema proof is the test
 		}
-		v, err := realize.Lint(context.Background(), shipped, &job)
+		v, err := realize.Lint(context.Background(), shipped, &job, rulesOf(shipped))
 		return v, &job, err
 	case trainer.TrainingRuntimeKind:
 		var rt trainer.TrainingRuntime
@@ -144,8 +145,18 @@ func realizeExample(obj map[string]any, shipped *trainer.ClusterTrainingRuntime)
 		}
 		job := realize.BareTrainJob(client.Object(&rt))
 		job.Spec.Trainer = &trainer.Trainer{}
-		v, err := realize.Lint(context.Background(), &rt, job)
+		v, err := realize.Lint(context.Background(), &rt, job, rulesOf(&rt))
 		return v, nil, err
 	}
 	return nil, nil, nil
+}
+
+// rulesOf is the guest config rules for a runtime's node container, as
+// check trainjob picks them.
+func rulesOf(rt client.Object) []guestconfig.Rule {
+	tpl, err := realize.RuntimePodTemplate(rt, runtimes.NodeContainer)
+	if err != nil {
+		return runtimes.GeneratedPins().GuestRules[runtimes.ProfileDefault]
+	}
+	return runtimes.GeneratedPins().RulesFor(realize.WiringOf(tpl, runtimes.NodeContainer).NodeEnv)
 }

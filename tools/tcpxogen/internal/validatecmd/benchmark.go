@@ -264,7 +264,7 @@ func workersWired(ctx context.Context, kube kubernetes.Interface, ns, trainJob s
 	if err != nil {
 		return err
 	}
-	return podcheck.Check(pods.Items, tpl)
+	return podcheck.Check(pods.Items, tpl, runtimes.GeneratedPins().RulesFor(realize.WiringOf(tpl, constants.Node).NodeEnv))
 }
 
 // launcherLog opens the log of the TrainJob's launcher pod.
