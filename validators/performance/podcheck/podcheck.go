@@ -14,8 +14,8 @@ import (
 	"github.com/kubeflow/trainer/v2/pkg/constants"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
+	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/validators/realize"
 )
 
@@ -27,7 +27,7 @@ const ReplicatedJobLabel = "jobset.sigs.k8s.io/replicatedjob-name"
 // the benchmark's node pod template and checks that the tcpxo-daemon
 // sidecar started. It fails naming every pod and what it lacks.
 func Check(pods []corev1.Pod, want *corev1.PodTemplateSpec, rules []guestconfig.Rule) error {
-	wantWiring := realize.WiringOf(want, constants.Node)
+	wantWiring := realize.WiringOf(serverDefaulted(want), constants.Node)
 	var problems []string
 	workers := 0
 	for i := range pods {
@@ -36,7 +36,9 @@ func Check(pods []corev1.Pod, want *corev1.PodTemplateSpec, rules []guestconfig.
 			continue
 		}
 		workers++
-		got := realize.WiringOf(&corev1.PodTemplateSpec{ObjectMeta: p.ObjectMeta, Spec: p.Spec}, constants.Node)
+		// Defaulted too: idempotent on a pod from a server, and a pod built
+		// from the template elsewhere compares the same.
+		got := realize.WiringOf(serverDefaulted(&corev1.PodTemplateSpec{ObjectMeta: p.ObjectMeta, Spec: p.Spec}), constants.Node)
 		for _, c := range realize.Judge(wantWiring, got, rules) {
 			if c.LosesFabric() {
 				problems = append(problems, fmt.Sprintf("pod %s: %s: %s", p.Name, c.Change, c.Reason))
@@ -54,6 +56,38 @@ func Check(pods []corev1.Pod, want *corev1.PodTemplateSpec, rules []guestconfig.
 		return fmt.Errorf("%d of the benchmark's worker pods did not run with the TCPXO wiring, so the result does not describe the shipped runtime:\n  %s", countPods(problems), strings.Join(problems, "\n  "))
 	}
 	return nil
+}
+
+// serverDefaulted returns a copy of want with the defaults the API server
+// sets on every pod it stores (k8s.io/kubernetes/pkg/apis/core/v1
+// defaults.go) in the fields the wiring compares: a hostPath volume's type
+// becomes "" (HostPathUnset), a secret, configMap, downwardAPI or projected
+// volume gets defaultMode 0644. A template read from a custom resource (a
+// runtime, a JobSet) carries none of them, so without this every live pod
+// would differ from it in every such volume. Found by the e2e suite, whose
+// pods come from a real API server.
+func serverDefaulted(want *corev1.PodTemplateSpec) *corev1.PodTemplateSpec {
+	if want == nil {
+		return nil
+	}
+	out := want.DeepCopy()
+	mode := int32(corev1.SecretVolumeSourceDefaultMode)
+	for i := range out.Spec.Volumes {
+		v := &out.Spec.Volumes[i].VolumeSource
+		switch {
+		case v.HostPath != nil && v.HostPath.Type == nil:
+			v.HostPath.Type = new(corev1.HostPathUnset)
+		case v.Secret != nil && v.Secret.DefaultMode == nil:
+			v.Secret.DefaultMode = &mode
+		case v.ConfigMap != nil && v.ConfigMap.DefaultMode == nil:
+			v.ConfigMap.DefaultMode = &mode
+		case v.DownwardAPI != nil && v.DownwardAPI.DefaultMode == nil:
+			v.DownwardAPI.DefaultMode = &mode
+		case v.Projected != nil && v.Projected.DefaultMode == nil:
+			v.Projected.DefaultMode = &mode
+		}
+	}
+	return out
 }
 
 // daemonStarted explains why the sidecar did not start, or returns "".

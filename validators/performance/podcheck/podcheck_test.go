@@ -42,6 +42,26 @@ func TestWiredPodsPass(t *testing.T) {
 	}
 }
 
+// TestServerDefaultedPodsPass: a pod read from an API server carries the
+// defaults it sets on every pod (hostPath type ""), which the runtime's
+// template, a custom resource, does not; that is not a lost wiring.
+func TestServerDefaultedPodsPass(t *testing.T) {
+	p := pod(t, "w-0")
+	hostPaths := 0
+	for i := range p.Spec.Volumes {
+		if hp := p.Spec.Volumes[i].HostPath; hp != nil && hp.Type == nil {
+			hp.Type = new(corev1.HostPathUnset)
+			hostPaths++
+		}
+	}
+	if hostPaths == 0 {
+		t.Fatal("the shipped runtime has no untyped hostPath volume: the test proves nothing")
+	}
+	if err := Check([]corev1.Pod{p}, template(t), runtimes.GeneratedPins().GuestRules[runtimes.ProfileDefault]); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestPodsWithoutWiringFail(t *testing.T) {
 	stripped := pod(t, "w-1")
 	stripped.Annotations = map[string]string{}
