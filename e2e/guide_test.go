@@ -1,0 +1,397 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"github.com/kubeflow/trainer/v2/pkg/constants"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	"sigs.k8s.io/yaml"
+
+	"github.com/tcpxogen/tcpxogen/e2e/harness"
+	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/validators/performance/podcheck"
+	"github.com/tcpxogen/tcpxogen/validators/realize"
+)
+
+// repoRoot is the parent module's checkout: this module lives in its e2e/.
+const repoRoot = ".."
+
+// strict is how every manifest is applied: an unknown or duplicate field is
+// an error, not a silently pruned field.
+var strict = client.FieldValidation(metav1.FieldValidationStrict)
+
+// TestShippedRuntime applies the shipped golden as a user would and checks
+// that the API server stored the runtime tcpxogen builds in-process
+// (runtimes.Shipped): the golden passes the CRD schema and the trainer's
+// ClusterTrainingRuntime webhook, and nothing is pruned or defaulted away.
+func TestShippedRuntime(t *testing.T) {
+	ctx := context.Background()
+	stored := installShippedRuntime(t, ctx)
+	want, err := runtimes.Shipped()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotPod, err := realize.RuntimePodTemplate(stored, constants.Node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPod, err := realize.RuntimePodTemplate(want, constants.Node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := realize.Diff(realize.WiringOf(wantPod, constants.Node), realize.WiringOf(gotPod, constants.Node)); len(d) > 0 {
+		t.Fatalf("the API server stored other wiring than tcpxogen builds:\n%s", joinChanges(d))
+	}
+}
+
+// installShippedRuntime applies runtimes/torch-distributed-tcpxo.yaml once
+// per binary (it is cluster-scoped) and returns it as stored.
+func installShippedRuntime(t *testing.T, ctx context.Context) *trainer.ClusterTrainingRuntime {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot, "runtimes", runtimes.RuntimeName+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := documents(data)
+	if len(docs) != 1 {
+		t.Fatalf("the golden has %d documents, want 1", len(docs))
+	}
+	u, err := decode(docs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cp.Client.Create(ctx, u, strict)
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("applying the shipped runtime: %v", err)
+	}
+	rt := &trainer.ClusterTrainingRuntime{}
+	if err := cp.Client.Get(ctx, client.ObjectKey{Name: runtimes.RuntimeName}, rt); err != nil {
+		t.Fatal(err)
+	}
+	return rt
+}
+
+// TestGuideExamples applies every YAML example of the user guide with
+// strict field validation through the real webhooks. Each TrainJob of the
+// shipped runtime must be admitted, produce a JobSet whose node pods the
+// Job controller creates, and complete once the simulated kubelets succeed
+// its pods. Its pods are checked, while running, with the pod check
+// `validate` runs on live pods: an example the guide presents as correct
+// must pass it, a pitfall must fail it or launch wrong. And the offline
+// lint (`check trainjob`, realize.Lint) must agree with the control plane:
+// the JobSet the trainer controller created carries exactly the wiring the
+// in-process realization predicts, and both lose the fabric for the same
+// changes.
+func TestGuideExamples(t *testing.T) {
+	ctx := context.Background()
+	installShippedRuntime(t, ctx)
+	shipped, err := runtimes.Shipped()
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := filepath.Join(repoRoot, "docs", "tcpxo-workloads.md")
+	data, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := yamlBlocks(data)
+	if len(blocks) < 8 {
+		t.Fatalf("only %d YAML examples in %s: the guide lost its examples", len(blocks), page)
+	}
+	// The guide must keep enough TrainJobs of the shipped runtime for this
+	// test to mean something.
+	trainJobs := 0
+	for _, b := range blocks {
+		for _, doc := range documents(b.Content) {
+			if u, err := decode(doc); err == nil && u.GetKind() == trainer.TrainJobKind && mustRef(u) == runtimes.RuntimeName {
+				trainJobs++
+			}
+		}
+	}
+	if trainJobs < 5 {
+		t.Fatalf("only %d TrainJobs of %s in the guide", trainJobs, runtimes.RuntimeName)
+	}
+	for _, b := range blocks {
+		t.Run(fmt.Sprintf("line-%d", b.Line), func(t *testing.T) {
+			t.Parallel()
+			ns := namespace(t, ctx, fmt.Sprintf("guide-%d", b.Line))
+			for _, doc := range documents(b.Content) {
+				u, err := decode(doc)
+				if err != nil {
+					t.Fatalf("example does not parse: %v", err)
+				}
+				if u.GetKind() == trainer.TrainJobKind {
+					// Each example in its own namespace, whatever the
+					// guide's (several share team-a): the simulated
+					// kubelets' plan is per namespace.
+					u.SetNamespace(ns)
+				}
+				if u.GetNamespace() != "" {
+					namespace(t, ctx, u.GetNamespace())
+				}
+				ref, _, _ := unstructured.NestedString(u.Object, "spec", "runtimeRef", "name")
+				if u.GetKind() == trainer.TrainJobKind && ref != runtimes.RuntimeName {
+					// A TrainJob of another runtime (EKS, AKS) or a
+					// namespaced one: admission is the proof; a server-side
+					// dry run runs the schema and every webhook.
+					checkForeignTrainJob(t, ctx, u)
+					continue
+				}
+				if err := cp.Client.Create(ctx, u, strict); err != nil {
+					if b.Info == "pitfall" && apierrors.IsBadRequest(err) {
+						// kubectl applies with strict validation by
+						// default: the pitfall never reaches the cluster.
+						t.Logf("pitfall: the API server rejects it under strict field validation: %v", err)
+						continue
+					}
+					t.Fatalf("%s %s rejected: %v", u.GetKind(), u.GetName(), err)
+				}
+				if u.GetKind() != trainer.TrainJobKind {
+					continue
+				}
+				runGuideTrainJob(t, ctx, shipped, u, b.Info == "pitfall")
+			}
+		})
+	}
+}
+
+// checkForeignTrainJob dry-runs a TrainJob whose runtime is not installed.
+// The trainer's TrainJob webhook rejects a TrainJob whose runtime does not
+// exist; any other rejection is a broken example.
+func checkForeignTrainJob(t *testing.T, ctx context.Context, u *unstructured.Unstructured) {
+	t.Helper()
+	err := cp.Client.Create(ctx, u, strict, client.DryRunAll)
+	if err == nil {
+		return
+	}
+	if strings.Contains(err.Error(), "not found") {
+		t.Logf("%s: runtime %s is not installed here; the webhook rejects only that: %v", u.GetName(), mustRef(u), err)
+		return
+	}
+	t.Fatalf("TrainJob %s rejected: %v", u.GetName(), err)
+}
+
+func mustRef(u *unstructured.Unstructured) string {
+	ref, _, _ := unstructured.NestedString(u.Object, "spec", "runtimeRef", "name")
+	return ref
+}
+
+func runGuideTrainJob(t *testing.T, ctx context.Context, shipped *trainer.ClusterTrainingRuntime, u *unstructured.Unstructured, pitfall bool) {
+	ns, name := u.GetNamespace(), u.GetName()
+	cp.Nodes.SetPlan(ns, harness.Plan{Hold: true})
+
+	// The offline verdict, on the TrainJob as the guide writes it.
+	job := &trainer.TrainJob{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, job); err != nil {
+		t.Fatal(err)
+	}
+	rtPod, err := realize.RuntimePodTemplate(shipped, constants.Node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rtWiring := realize.WiringOf(rtPod, constants.Node)
+	rules := runtimes.GeneratedPins().RulesFor(rtWiring.NodeEnv)
+	verdict, err := realize.Lint(ctx, shipped, job.DeepCopy(), rules)
+	if err != nil {
+		t.Fatalf("check trainjob: %v", err)
+	}
+	realized, err := realize.Realize(ctx, shipped, job.DeepCopy())
+	if err != nil {
+		t.Fatalf("realize: %v", err)
+	}
+
+	// What the control plane did.
+	js := &jobsetv1alpha2.JobSet{}
+	waitFor(t, ctx, 60*time.Second, "the JobSet of "+name, func() (bool, error) {
+		err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, js)
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	clusterPod, err := realize.JobSetPodTemplate(js, constants.Node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offlinePod, err := realize.JobSetPodTemplate(realized.JobSet, constants.Node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusterWiring := realize.WiringOf(clusterPod, constants.Node)
+	if d := realize.Diff(realize.WiringOf(offlinePod, constants.Node), clusterWiring); len(d) > 0 {
+		t.Errorf("check trainjob's realization disagrees with the JobSet the trainer controller created:\n%s", joinChanges(d))
+	}
+	offlineLost := lostFabric(verdict.Changes)
+	clusterLost := lostFabric(realize.Judge(rtWiring, clusterWiring, rules))
+	if !slices.Equal(offlineLost, clusterLost) {
+		t.Errorf("check trainjob and the control plane disagree on what loses the fabric:\n  check trainjob: %v\n  control plane:  %v", offlineLost, clusterLost)
+	}
+
+	// The pods, running: the check `validate` runs on live pods.
+	want := expectedNodePods(js)
+	pods := waitPods(t, ctx, ns, name, want, corev1.PodRunning)
+	podErr := podcheck.Check(pods, rtPod, rules)
+	launchWrong := len(verdict.Launch.Problems) > 0
+	switch {
+	case pitfall && podErr == nil && !launchWrong:
+		t.Errorf("a pitfall's pods carry the full wiring and it launches right: the guide is wrong")
+	case pitfall:
+		t.Logf("pitfall, as the guide says: pod check: %v; launch problems: %d", podErr, len(verdict.Launch.Problems))
+	case podErr != nil:
+		t.Errorf("pods of a correct example lack the wiring: %v", podErr)
+	case launchWrong:
+		t.Errorf("a correct example launches wrong: %+v", verdict.Launch.Problems)
+	}
+
+	// Completion.
+	cp.Nodes.Release(ns)
+	waitFor(t, ctx, 60*time.Second, "TrainJob "+name+" Complete", func() (bool, error) {
+		tj := &trainer.TrainJob{}
+		if err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, tj); err != nil {
+			return false, err
+		}
+		if meta.IsStatusConditionTrue(tj.Status.Conditions, trainer.TrainJobFailed) {
+			return false, fmt.Errorf("TrainJob failed: %+v", tj.Status.Conditions)
+		}
+		return meta.IsStatusConditionTrue(tj.Status.Conditions, trainer.TrainJobComplete), nil
+	})
+}
+
+// expectedNodePods is how many pods the JobSet's node replicated job runs.
+func expectedNodePods(js *jobsetv1alpha2.JobSet) int {
+	n := 0
+	for _, rj := range js.Spec.ReplicatedJobs {
+		if rj.Name != constants.Node {
+			continue
+		}
+		par := int32(1)
+		if rj.Template.Spec.Parallelism != nil {
+			par = *rj.Template.Spec.Parallelism
+		}
+		n += int(rj.Replicas * par)
+	}
+	return n
+}
+
+// waitPods waits until the JobSet's node replicated job has want pods in
+// phase, and returns all the JobSet's pods.
+func waitPods(t *testing.T, ctx context.Context, ns, jobSet string, want int, phase corev1.PodPhase) []corev1.Pod {
+	t.Helper()
+	var pods corev1.PodList
+	waitFor(t, ctx, 60*time.Second, fmt.Sprintf("%d %s node pods of %s", want, phase, jobSet), func() (bool, error) {
+		if err := cp.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: jobSet}); err != nil {
+			return false, err
+		}
+		n := 0
+		for _, p := range pods.Items {
+			if p.Labels[podcheck.ReplicatedJobLabel] == constants.Node && p.Status.Phase == phase {
+				n++
+			}
+		}
+		return n >= want, nil
+	}, func() string { return describeNamespace(ctx, ns) })
+	return pods.Items
+}
+
+// describeNamespace summarises the Jobs and pods of ns for a failure message.
+func describeNamespace(ctx context.Context, ns string) string {
+	var b strings.Builder
+	var jobs batchv1.JobList
+	if err := cp.Client.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
+		return err.Error()
+	}
+	for _, j := range jobs.Items {
+		fmt.Fprintf(&b, "\n  Job %s: active %d, succeeded %d, failed %d, conditions %+v", j.Name, j.Status.Active, j.Status.Succeeded, j.Status.Failed, j.Status.Conditions)
+	}
+	var pods corev1.PodList
+	if err := cp.Client.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+		return err.Error()
+	}
+	for _, p := range pods.Items {
+		fmt.Fprintf(&b, "\n  Pod %s: node %q, phase %s", p.Name, p.Spec.NodeName, p.Status.Phase)
+	}
+	var events corev1.EventList
+	if err := cp.Client.List(ctx, &events, client.InNamespace(ns)); err != nil {
+		return err.Error()
+	}
+	for _, e := range events.Items {
+		if e.Type == corev1.EventTypeWarning {
+			fmt.Fprintf(&b, "\n  Event %s %s: %s", e.InvolvedObject.Kind, e.Reason, e.Message)
+		}
+	}
+	return b.String()
+}
+
+func lostFabric(js []realize.Judged) []string {
+	var out []string
+	for _, j := range js {
+		if j.LosesFabric() {
+			out = append(out, j.Change.String())
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func joinChanges(cs []realize.Change) string {
+	s := make([]string, len(cs))
+	for i, c := range cs {
+		s[i] = "  " + c.String()
+	}
+	return strings.Join(s, "\n")
+}
+
+func decode(doc []byte) (*unstructured.Unstructured, error) {
+	obj := map[string]any{}
+	if err := yaml.UnmarshalStrict(doc, &obj); err != nil {
+		return nil, err
+	}
+	return &unstructured.Unstructured{Object: obj}, nil
+}
+
+// namespace creates ns once (concurrent callers tolerate each other) and
+// returns its name.
+func namespace(t *testing.T, ctx context.Context, ns string) string {
+	t.Helper()
+	err := cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("namespace %s: %v", ns, err)
+	}
+	return ns
+}
+
+// waitFor polls cond every 100 ms until it holds, fails, or timeout.
+// A describe function, if given, adds the cluster's state to the failure.
+func waitFor(t *testing.T, ctx context.Context, timeout time.Duration, what string, cond func() (bool, error), describe ...func() string) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		ok, err := cond()
+		last = err
+		return ok, err
+	})
+	if err != nil {
+		state := ""
+		for _, d := range describe {
+			state += d()
+		}
+		t.Fatalf("waiting for %s: %v (last: %v)%s", what, err, last, state)
+	}
+}

@@ -1,0 +1,99 @@
+// The end-to-end scenarios run against one real control plane per test
+// binary (package harness), started in TestMain; each scenario works in
+// its own namespaces.
+//
+//	cd e2e && go test ./...
+//
+// Set TCPXOGEN_E2E_LOG=1 to see the components' logs.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tcpxogen/tcpxogen/e2e/harness"
+)
+
+// cp is the control plane every scenario shares.
+var cp *harness.ControlPlane
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	start := time.Now()
+	opts := harness.Options{}
+	if os.Getenv("TCPXOGEN_E2E_LOG") != "" {
+		opts.Log = os.Stderr
+	}
+	// The control plane outlives every test; Stop cancels it.
+	var err error
+	cp, err = harness.Start(context.Background(), opts)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "starting the control plane: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "control plane up in %s\n", time.Since(start).Round(time.Millisecond))
+	code := m.Run()
+	stop := time.Now()
+	cp.Stop()
+	fmt.Fprintf(os.Stderr, "control plane stopped in %s\n", time.Since(stop).Round(time.Millisecond))
+	return code
+}
+
+// yamlBlock is one ```yaml fence of a Markdown page: the same extraction
+// as tools/tcpxogen/internal/docgen.YAMLBlocks (an internal package, not
+// importable from this module).
+type yamlBlock struct {
+	Line    int
+	Info    string
+	Content []byte
+}
+
+func yamlBlocks(page []byte) []yamlBlock {
+	var out []yamlBlock
+	var cur *yamlBlock
+	var body bytes.Buffer
+	for n, line := range strings.Split(string(page), "\n") {
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case cur == nil && strings.HasPrefix(trimmed, "```yaml"):
+			cur = &yamlBlock{Line: n + 1, Info: strings.TrimSpace(strings.TrimPrefix(trimmed, "```yaml"))}
+			body.Reset()
+		case cur != nil && trimmed == "```":
+			cur.Content = append([]byte(nil), body.Bytes()...)
+			out = append(out, *cur)
+			cur = nil
+		case cur != nil:
+			body.WriteString(line + "\n")
+		}
+	}
+	return out
+}
+
+// documents splits multi-document YAML, dropping empty documents.
+func documents(data []byte) [][]byte {
+	var out [][]byte
+	for _, d := range strings.Split("\n"+string(data), "\n---") {
+		if strings.TrimSpace(stripComments(d)) != "" {
+			out = append(out, []byte(d))
+		}
+	}
+	return out
+}
+
+func stripComments(doc string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(doc, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(l), "#") {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}

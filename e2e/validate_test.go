@@ -1,0 +1,316 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	networkv1 "github.com/GoogleCloudPlatform/gke-networking-api/apis/network/v1"
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/tcpxogen/tcpxogen/e2e/harness"
+
+	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/validators/performance/pool"
+)
+
+// pinnedImage is a benchmark image pinned the way validate requires; a dry
+// run never pulls it.
+const pinnedImage = "us-docker.pkg.dev/example/nccl-tests/nccl-tests:2.16.4@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// tcpxogenBinary builds the shipped CLI from the parent module, as a user
+// gets it: `validate` is driven through its real entry point, its flags
+// and a kubeconfig, not through package internals.
+func tcpxogenBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "tcpxogen-e2e-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "tcpxogen")
+		cmd := exec.Command("go", "build", "-o", binPath, "./tools/tcpxogen")
+		cmd.Dir = repoRoot
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ./tools/tcpxogen: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// kubeconfig writes the control plane's admin credentials as a kubeconfig.
+func kubeconfig(t *testing.T) string {
+	t.Helper()
+	c := cp.Config
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["e2e"] = &clientcmdapi.Cluster{
+		Server:                   c.Host,
+		CertificateAuthority:     c.TLSClientConfig.CAFile,
+		CertificateAuthorityData: c.TLSClientConfig.CAData,
+		InsecureSkipTLSVerify:    c.TLSClientConfig.Insecure,
+		TLSServerName:            c.TLSClientConfig.ServerName,
+	}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{
+		Token:                 c.BearerToken,
+		ClientCertificate:     c.TLSClientConfig.CertFile,
+		ClientCertificateData: c.TLSClientConfig.CertData,
+		ClientKey:             c.TLSClientConfig.KeyFile,
+		ClientKeyData:         c.TLSClientConfig.KeyData,
+	}
+	cfg.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "admin"}
+	cfg.CurrentContext = "e2e"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// exampleRecipe is testdata/recipes/gke-h100.yaml (declares the trainer)
+// with the networks of the shipped golden, so the golden this suite
+// deploys is what the recipe renders.
+func exampleRecipe(t *testing.T, networks []string) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString(`apiVersion: tcpxogen.dev/v1alpha1
+kind: Recipe
+criteria: {service: gke, accelerator: h100, intent: training, platform: kubeflow}
+components:
+  - name: kubeflow-trainer
+    version: v2.2.0
+  - name: nccl-tcpxo-installer
+configuration:
+  gke:
+    tcpxoInterfaces:
+`)
+	for i, n := range networks {
+		fmt.Fprintf(&b, "      - {interfaceName: eth%d, network: %s}\n", i+1, n)
+	}
+	b.WriteString("constraints:\n  - name: nccl-all-reduce-bw\n    value: \">= 300\"\n")
+	path := filepath.Join(t.TempDir(), "recipe.yaml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func exampleNetworks() []string {
+	var out []string
+	for _, b := range runtimes.ExampleInterfaces().Bindings() {
+		out = append(out, b.Network)
+	}
+	return out
+}
+
+// prepareCluster makes the control plane look like a provisioned A3 Mega
+// cluster for validate: the GPU-NIC networks as GKE Device networks, each
+// node attached to them, and the trainer's and JobSet's controller
+// Deployments standing for the controllers this process runs.
+func prepareCluster(t *testing.T, ctx context.Context, networks []string) {
+	t.Helper()
+	for _, n := range networks {
+		params := &networkv1.GKENetworkParamSet{
+			ObjectMeta: metav1.ObjectMeta{Name: n},
+			Spec:       networkv1.GKENetworkParamSetSpec{VPC: "vpc-" + n, VPCSubnet: "subnet-" + n, DeviceMode: networkv1.NetDevice},
+		}
+		if err := cp.Client.Create(ctx, params, strict); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("GKENetworkParamSet %s: %v", n, err)
+		}
+		net := &networkv1.Network{
+			ObjectMeta: metav1.ObjectMeta{Name: n},
+			Spec: networkv1.NetworkSpec{
+				Type:          networkv1.DeviceNetworkType,
+				ParametersRef: &networkv1.NetworkParametersReference{Group: "networking.gke.io", Kind: "GKENetworkParamSet", Name: n},
+			},
+		}
+		if err := cp.Client.Create(ctx, net, strict); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("Network %s: %v", n, err)
+		}
+	}
+	var attached []map[string]string
+	for i, n := range networks {
+		attached = append(attached, map[string]string{"network": n, "ipAddress": fmt.Sprintf("192.168.%d.2", i+1)})
+	}
+	annotation, err := json.Marshal(attached)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range cp.Nodes.NodeNames() {
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, pool.AnnotationNorthInterfaces, string(annotation))
+		if err := cp.Client.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+			t.Fatalf("attaching networks to node %s: %v", name, err)
+		}
+	}
+	if err := cp.RegisterControllerDeployments(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runValidate runs the shipped CLI's validate against the control plane
+// and returns its exit code, stdout and stderr.
+func runValidate(t *testing.T, ctx context.Context, args ...string) (int, string, string) {
+	t.Helper()
+	root, err := filepath.Abs(repoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := append([]string{"validate", "--kubeconfig", kubeconfig(t), "--root", root, "--benchmark-image", pinnedImage, "--out", t.TempDir()}, args...)
+	cmd := exec.CommandContext(ctx, tcpxogenBinary(t), full...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err = cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("running tcpxogen validate: %v", err)
+	}
+	return code, out.String(), errb.String()
+}
+
+// TestValidatePreflights runs `validate --dry-run` against the control
+// plane: with the trainer declared and running, the GPU pool attached to
+// the recipe's networks and the shipped runtime deployed as the recipe
+// renders it, every preflight passes and the run is planned; with a
+// recipe whose networks the cluster's runtime does not use, the deployed
+// runtime check refuses, and a dry run writes nothing either way.
+func TestValidatePreflights(t *testing.T) {
+	ctx := context.Background()
+	installShippedRuntime(t, ctx)
+	nets := exampleNetworks()
+	prepareCluster(t, ctx, nets)
+	ns := namespace(t, ctx, "validate-dry")
+
+	t.Run("agrees", func(t *testing.T) {
+		code, out, errs := runValidate(t, ctx, "--recipe", exampleRecipe(t, nets), "--namespace", ns, "--dry-run")
+		if code != 0 {
+			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+		}
+		for _, want := range []string{"shipped runtime: ClusterTrainingRuntime " + runtimes.RuntimeName + ": ok", "GPU pool"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("plan lacks %q:\n%s", want, out)
+			}
+		}
+		t.Logf("plan:\n%s", out)
+	})
+	t.Run("runtime differs from recipe", func(t *testing.T) {
+		other := make([]string, len(nets))
+		for i := range nets {
+			other[i] = fmt.Sprintf("other-gpu-nic-%d", i+1)
+		}
+		code, out, errs := runValidate(t, ctx, "--recipe", exampleRecipe(t, other), "--namespace", ns, "--dry-run")
+		if code == 0 {
+			t.Fatalf("validate accepted a cluster whose runtime and node networks differ from the recipe:\n%s", out)
+		}
+		if !strings.Contains(out+errs, "does not agree with what the recipe's mapping renders") {
+			t.Errorf("refusal does not name the runtime disagreement:\nstdout:\n%s\nstderr:\n%s", out, errs)
+		}
+	})
+	var tjs trainer.TrainJobList
+	if err := cp.Client.List(ctx, &tjs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var trs trainer.TrainingRuntimeList
+	if err := cp.Client.List(ctx, &trs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if len(tjs.Items)+len(trs.Items) != 0 {
+		t.Errorf("a dry run created %d TrainJobs and %d TrainingRuntimes", len(tjs.Items), len(trs.Items))
+	}
+}
+
+// runLabel is the label validate puts on everything it creates
+// (validatecmd.RunLabel; an internal package of the CLI).
+const runLabel = "tcpxogen.dev/validation-run"
+
+// TestValidateCleanupAfterFailure runs validate live with the trainer
+// declared and present (the reuse row) on a cluster whose benchmark pods
+// never start: the run must fail at its timeout, say so, delete the
+// benchmark TrainingRuntime and TrainJob it created (the garbage
+// collector then takes the JobSet, Jobs and pods), and leave the trainer,
+// its controllers and the shipped runtime exactly as they were.
+func TestValidateCleanupAfterFailure(t *testing.T) {
+	ctx := context.Background()
+	shipped := installShippedRuntime(t, ctx)
+	nets := exampleNetworks()
+	prepareCluster(t, ctx, nets)
+	ns := namespace(t, ctx, "validate-never-starts")
+	cp.Nodes.SetPlan(ns, harness.Plan{Outcome: func(*corev1.Pod) harness.Outcome { return harness.NeverStart }})
+
+	var deps appsv1.DeploymentList
+	if err := cp.Client.List(ctx, &deps, client.InNamespace(harness.ControllerNamespace)); err != nil {
+		t.Fatal(err)
+	}
+
+	code, out, errs := runValidate(t, ctx, "--recipe", exampleRecipe(t, nets), "--namespace", ns, "--timeout", "20s")
+	t.Logf("stdout:\n%s\nstderr:\n%s", out, errs)
+	if code == 0 {
+		t.Fatal("validate passed although no benchmark pod ever started")
+	}
+	for _, want := range []string{"created TrainingRuntime", "created TrainJob", "deleted TrainJob", "deleted TrainingRuntime", "did not finish within --timeout 20s", "the benchmark never started"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("validate's report lacks %q", want)
+		}
+	}
+
+	// Teardown: nothing of the run survives, down to its pods.
+	waitFor(t, ctx, 60*time.Second, "the run's objects to be gone", func() (bool, error) {
+		left := 0
+		for _, l := range []client.ObjectList{&trainer.TrainJobList{}, &trainer.TrainingRuntimeList{}, &jobsetv1alpha2.JobSetList{}, &batchv1.JobList{}, &corev1.PodList{}} {
+			if err := cp.Client.List(ctx, l, client.InNamespace(ns)); err != nil {
+				return false, err
+			}
+			left += meta.LenList(l)
+		}
+		return left == 0, nil
+	})
+
+	// Nothing else touched.
+	after := &trainer.ClusterTrainingRuntime{}
+	if err := cp.Client.Get(ctx, client.ObjectKey{Name: runtimes.RuntimeName}, after); err != nil {
+		t.Fatalf("the shipped runtime is gone: %v", err)
+	}
+	if after.ResourceVersion != shipped.ResourceVersion {
+		t.Errorf("validate modified the deployed shipped runtime (resourceVersion %s -> %s)", shipped.ResourceVersion, after.ResourceVersion)
+	}
+	var depsAfter appsv1.DeploymentList
+	if err := cp.Client.List(ctx, &depsAfter, client.InNamespace(harness.ControllerNamespace)); err != nil {
+		t.Fatal(err)
+	}
+	if len(depsAfter.Items) != len(deps.Items) {
+		t.Errorf("validate changed the trainer's controllers: %d Deployments before, %d after", len(deps.Items), len(depsAfter.Items))
+	}
+	for i := range deps.Items {
+		if depsAfter.Items[i].ResourceVersion != deps.Items[i].ResourceVersion {
+			t.Errorf("validate modified Deployment %s", deps.Items[i].Name)
+		}
+	}
+}
