@@ -108,10 +108,17 @@ func (v *validation) checkTrainer(ctx context.Context, cl *Clients) error {
 	}
 	v.state, v.findings = state, findings
 	d := lifecycle.Decide(v.rec.DeclaresTrainer(), state)
+	source := v.opts.trainerManifests
 	if d.Install && v.trainerObjs == nil {
+		// No --trainer-manifests: the pinned release, rendered from the
+		// modules this binary links; the file stays as an override.
 		b := v.in.BOM
-		return cli.BadInput("the recipe does not declare Kubeflow Trainer and the cluster has none, so validate installs the pinned trainer %s for the benchmark (and removes it afterwards): pass its manifests with --trainer-manifests FILE, rendered with: %s",
-			b.Trainer.Version, kustomizeHint(b))
+		objs, err := renderPinnedTrainer(b)
+		if err != nil {
+			return cli.BadInput("the recipe does not declare Kubeflow Trainer and the cluster has none, so validate installs the pinned trainer %s for the benchmark (and removes it afterwards), but rendering it from its Go module failed: %v; pass its manifests with --trainer-manifests FILE, rendered with: %s",
+				b.Trainer.Version, err, kustomizeHint(b))
+		}
+		v.trainerObjs, source = objs, renderedTrainer
 	}
 	v.trainerPlan, err = lifecycle.NewPlan(d, func() ([]*unstructured.Unstructured, error) { return v.trainerObjs, nil })
 	if err != nil {
@@ -120,7 +127,7 @@ func (v *validation) checkTrainer(ctx context.Context, cl *Clients) error {
 	lines := strings.Split(strings.TrimRight(v.trainerPlan.String(), "\n"), "\n")
 	s := v.section(lines[0], lines[1:]...)
 	if d.Install {
-		s.lines = append(s.lines, fmt.Sprintf("  the pinned trainer %s, from %s", v.in.BOM.Trainer.Version, v.opts.trainerManifests))
+		s.lines = append(s.lines, fmt.Sprintf("  the pinned trainer %s, from %s", v.in.BOM.Trainer.Version, source))
 	}
 	s.lines = append(s.lines, fmt.Sprintf("  observed: the trainer is %s", state))
 	for _, f := range findings {

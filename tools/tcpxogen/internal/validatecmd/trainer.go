@@ -15,6 +15,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/validators/performance/trainerinstall"
 )
 
 // maxTrainerManifests bounds what --trainer-manifests reads. Trainer v2.2.0
@@ -68,6 +69,47 @@ func loadTrainerManifests(path string, b *bom.BOM) ([]*unstructured.Unstructured
 	if err := checkPinned(objs, b); err != nil {
 		return nil, fmt.Errorf("--trainer-manifests %s is not the pinned Kubeflow Trainer %s: %w; render the pinned release with: %s", path, b.Trainer.Version, err, kustomizeHint(b))
 	}
+	return applyOrder(objs), nil
+}
+
+// renderedTrainer is where the install comes from without
+// --trainer-manifests, for the plan.
+const renderedTrainer = "the trainer's and JobSet's Go modules (manifests/overlays/manager, rendered offline with kustomize)"
+
+// renderPinnedTrainer renders the pinned trainer's install from the Go
+// modules this binary links (trainerinstall), checked like a
+// --trainer-manifests file, plus: the linked trainer module must be the
+// BOM's release, which the overlay's public ConfigMap names.
+func renderPinnedTrainer(b *bom.BOM) ([]*unstructured.Unstructured, error) {
+	src, err := trainerinstall.LinkedSources()
+	if err != nil {
+		return nil, err
+	}
+	data, err := trainerinstall.Render(src, trainerinstall.Images{Trainer: b.Trainer.ControllerImage, JobSetTag: b.JobSet.ControllerVersion})
+	if err != nil {
+		return nil, err
+	}
+	objs, err := decodeManifests(data)
+	if err != nil {
+		return nil, fmt.Errorf("the rendered install: %w", err)
+	}
+	if err := checkPinned(objs, b); err != nil {
+		return nil, fmt.Errorf("the rendered install is not the pinned Kubeflow Trainer %s: %w", b.Trainer.Version, err)
+	}
+	version := ""
+	for _, o := range objs {
+		if o.GetKind() == "ConfigMap" && o.GetName() == "kubeflow-trainer-public" {
+			version, _, _ = unstructured.NestedString(o.Object, "data", "kubeflow_trainer_version")
+		}
+	}
+	if version != b.Trainer.Version {
+		return nil, fmt.Errorf("the linked trainer module's manifests are release %q, the BOM pins %s", version, b.Trainer.Version)
+	}
+	return applyOrder(objs), nil
+}
+
+// applyOrder sorts Namespaces first, then CRDs, then the rest in order.
+func applyOrder(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
 	rank := func(o *unstructured.Unstructured) int {
 		switch o.GetKind() {
 		case "Namespace":
@@ -78,7 +120,7 @@ func loadTrainerManifests(path string, b *bom.BOM) ([]*unstructured.Unstructured
 		return 2
 	}
 	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int { return rank(a) - rank(b) })
-	return objs, nil
+	return objs
 }
 
 // decodeManifests splits multi-document YAML (or JSON) into objects, each

@@ -95,7 +95,7 @@ func (c command) run(ctx context.Context, args []string, s cli.Streams) error {
 	fs.StringVar(&o.namespace, "namespace", DefaultNamespace, "namespace the benchmark TrainingRuntime and TrainJob are created in; it must exist")
 	fs.StringVar(&o.image, "benchmark-image", "", "override the benchmark image (default: the pinned installer image, which carries the MPI build of nccl-tests and sshd); pinned as repo:tag@sha256:<64 hex>, with all_reduce_perf and sshd where the installer image has them")
 	fs.IntVar(&o.nodes, "nodes", int(derive.DefaultNumNodes), "GPU nodes the benchmark spans (at least 2)")
-	fs.StringVar(&o.trainerManifests, "trainer-manifests", "", "the pinned Kubeflow Trainer's install manifests, needed only when the policy installs the trainer (the recipe does not declare it and the cluster has none)")
+	fs.StringVar(&o.trainerManifests, "trainer-manifests", "", "the pinned Kubeflow Trainer's install manifests, used only when the policy installs the trainer (the recipe does not declare it and the cluster has none); default: rendered offline from the trainer's and JobSet's Go modules")
 	fs.DurationVar(&o.timeout, "timeout", DefaultTimeout, "bound on the live run: trainer install, benchmark and waiting for it (teardown has its own bound)")
 	fs.StringVar(&o.out, "out", ".", "directory for the report, the chart and the launcher log")
 	fs.StringVar(&o.root, "root", "", "repository root holding bom/ (default: found upwards from the working directory)")

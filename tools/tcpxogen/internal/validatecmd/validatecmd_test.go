@@ -210,19 +210,16 @@ func TestTooFewGPUNodes(t *testing.T) {
 	contains(t, "stderr", stderr, "the benchmark spans --nodes 4 GPU nodes but the pool has 2: pass --nodes 2")
 }
 
-// The install row needs the trainer's manifests; that is learnt only from
-// the cluster, and is still bad input.
-func TestInstallNeedsTrainerManifests(t *testing.T) {
+// The install row without --trainer-manifests renders the pinned trainer
+// from its Go module and plans to install that.
+func TestInstallRendersPinnedTrainer(t *testing.T) {
 	kube := append(gpuNodes(t, undeclared, 2), namespace("default"))
 	f := newFakeCluster(kube, nil, nil)
 	code, stdout, stderr := dryRun(t, f.connect, undeclared)
-	if code != cli.ExitUsage {
-		t.Fatalf("exit %d, want %d; stderr:\n%s", code, cli.ExitUsage, stderr)
+	if code != cli.ExitOK {
+		t.Fatalf("exit %d, want %d; stderr:\n%s", code, cli.ExitOK, stderr)
 	}
-	contains(t, "stderr", stderr, "installs the pinned trainer v2.2.0", "--trainer-manifests FILE", "kubectl kustomize")
-	if stdout != "" {
-		t.Errorf("printed a plan it cannot carry out:\n%s", stdout)
-	}
+	contains(t, "plan", stdout, "the pinned trainer v2.2.0, from "+renderedTrainer)
 }
 
 func TestConnectionErrors(t *testing.T) {
