@@ -36,6 +36,7 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
@@ -74,8 +75,9 @@ const (
 
 // JobSet's and the trainer's webhook configurations are both named
 // mutating-/validating-webhook-configuration (kustomize prefixes them on a
-// real install); the JobSet one is renamed here so both can exist.
-const jobSetMutatingWebhookName = "jobset-mutating-webhook-configuration"
+// real install, e.g. jobset-mutating-webhook-configuration); the JobSet
+// one is renamed here so both, and a dry run of the real install, fit.
+const jobSetMutatingWebhookName = "e2e-jobset-defaulting"
 
 // ControlPlane is a running control plane.
 type ControlPlane struct {
@@ -114,6 +116,7 @@ func NewScheme() *apiruntime.Scheme {
 	utilruntime.Must(schedulerpluginsv1alpha1.AddToScheme(s))
 	utilruntime.Must(volcanov1beta1.AddToScheme(s))
 	utilruntime.Must(networkv1.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	return s
 }
 
