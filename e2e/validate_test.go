@@ -253,7 +253,7 @@ const runLabel = "tcpxogen.dev/validation-run"
 
 // TestValidateCleanupAfterFailure runs validate live with the trainer
 // declared and present (the reuse row) on a cluster whose benchmark pods
-// never start: the run must fail at its timeout, say so, delete the
+// never start: the run must fail at its --timeout (10 s), say so, delete the
 // benchmark TrainingRuntime and TrainJob it created (the garbage
 // collector then takes the JobSet, Jobs and pods), and leave the trainer,
 // its controllers and the shipped runtime exactly as they were.
@@ -270,12 +270,12 @@ func TestValidateCleanupAfterFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	code, out, errs := runValidate(t, ctx, "--recipe", exampleRecipe(t, nets), "--namespace", ns, "--timeout", "20s")
+	code, out, errs := runValidate(t, ctx, "--recipe", exampleRecipe(t, nets), "--namespace", ns, "--timeout", "10s")
 	t.Logf("stdout:\n%s\nstderr:\n%s", out, errs)
 	if code == 0 {
 		t.Fatal("validate passed although no benchmark pod ever started")
 	}
-	for _, want := range []string{"created TrainingRuntime", "created TrainJob", "deleted TrainJob", "deleted TrainingRuntime", "did not finish within --timeout 20s", "the benchmark never started"} {
+	for _, want := range []string{"created TrainingRuntime", "created TrainJob", "deleted TrainJob", "deleted TrainingRuntime", "did not finish within --timeout 10s", "the benchmark never started"} {
 		if !strings.Contains(errs, want) {
 			t.Errorf("validate's report lacks %q", want)
 		}
