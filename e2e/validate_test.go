@@ -99,14 +99,23 @@ func kubeconfig(t *testing.T) string {
 // deploys is what the recipe renders.
 func exampleRecipe(t *testing.T, networks []string) string {
 	t.Helper()
+	return recipeFile(t, networks, true)
+}
+
+// recipeFile writes a recipe mapping networks, declaring the trainer or not
+// (testdata/recipes/gke-h100-trainer-undeclared.yaml's shape).
+func recipeFile(t *testing.T, networks []string, declaresTrainer bool) string {
+	t.Helper()
 	var b strings.Builder
 	b.WriteString(`apiVersion: tcpxogen.dev/v1alpha1
 kind: Recipe
 criteria: {service: gke, accelerator: h100, intent: training, platform: kubeflow}
 components:
-  - name: kubeflow-trainer
-    version: v2.2.0
-  - name: nccl-tcpxo-installer
+`)
+	if declaresTrainer {
+		b.WriteString("  - name: kubeflow-trainer\n    version: v2.2.0\n")
+	}
+	b.WriteString(`  - name: nccl-tcpxo-installer
 configuration:
   gke:
     tcpxoInterfaces:
@@ -312,5 +321,84 @@ func TestValidateCleanupAfterFailure(t *testing.T) {
 		if depsAfter.Items[i].ResourceVersion != deps.Items[i].ResourceVersion {
 			t.Errorf("validate modified Deployment %s", deps.Items[i].Name)
 		}
+	}
+}
+
+// TestValidateLifecycleRows runs validate for the rows of the recipe-driven
+// trainer lifecycle policy this control plane can be in (the trainer runs
+// in-process, so "missing" is out of reach; see README): complete and
+// undeclared reuses the trainer; with its controller Deployments gone the
+// trainer is partial, and validate refuses whether the recipe declares it
+// or not, before creating anything. Each live run is checked to have
+// created nothing.
+func TestValidateLifecycleRows(t *testing.T) {
+	ctx := context.Background()
+	installShippedRuntime(t, ctx)
+	nets := exampleNetworks()
+	prepareCluster(t, ctx, nets)
+	ns := namespace(t, ctx, "validate-rows")
+	cp.Nodes.SetPlan(ns, harness.Plan{Outcome: func(*corev1.Pod) harness.Outcome { return harness.NeverStart }})
+
+	createdNothing := func(t *testing.T) {
+		t.Helper()
+		var tjs trainer.TrainJobList
+		var trs trainer.TrainingRuntimeList
+		for _, l := range []client.ObjectList{&tjs, &trs} {
+			if err := cp.Client.List(ctx, l, client.InNamespace(ns)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := len(tjs.Items) + len(trs.Items); n != 0 {
+			t.Errorf("validate created %d objects in %s", n, ns)
+		}
+	}
+	t.Run("undeclared and complete: reuse", func(t *testing.T) {
+		code, out, errs := runValidate(t, ctx, "--recipe", recipeFile(t, nets, false), "--namespace", ns, "--dry-run")
+		if code != 0 {
+			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+		}
+		if !strings.Contains(out, "trainer lifecycle: reuse-stray") || !strings.Contains(out, "installs nothing and deletes nothing") {
+			t.Errorf("plan does not reuse the undeclared trainer:\n%s", out)
+		}
+		createdNothing(t)
+	})
+
+	// Partial: the CRDs stay, the controller Deployments go.
+	var deps appsv1.DeploymentList
+	if err := cp.Client.List(ctx, &deps, client.InNamespace(harness.ControllerNamespace)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range deps.Items {
+		if err := cp.Client.Delete(ctx, &deps.Items[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		if err := cp.RegisterControllerDeployments(ctx); err != nil {
+			t.Errorf("restoring the controller Deployments: %v", err)
+		}
+	})
+	for _, row := range []struct {
+		name     string
+		declared bool
+		action   string
+	}{
+		{"declared and partial: refuse", true, "fail-declared-not-deployed"},
+		{"undeclared and partial: refuse", false, "fail-partial"},
+	} {
+		t.Run(row.name, func(t *testing.T) {
+			// Live, not a dry run: the refusal must come before any write.
+			code, out, errs := runValidate(t, ctx, "--recipe", recipeFile(t, nets, row.declared), "--namespace", ns, "--timeout", "10s")
+			if code == 0 {
+				t.Fatalf("validate ran on a partial trainer:\n%s", out)
+			}
+			if !strings.Contains(out+errs, row.action) {
+				t.Errorf("the refusal does not name %s:\nstdout:\n%s\nstderr:\n%s", row.action, out, errs)
+			}
+			if strings.Contains(errs, "validate: created") {
+				t.Errorf("validate created objects before refusing:\n%s", errs)
+			}
+			createdNothing(t)
+		})
 	}
 }
