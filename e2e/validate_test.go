@@ -402,3 +402,44 @@ func TestValidateLifecycleRows(t *testing.T) {
 		})
 	}
 }
+
+// TestValidateLauncherFails runs validate live while the benchmark's
+// launcher fails and its workers hang: the TrainJob fails, validate says
+// so (and that the launcher's log could not be read: no kubelet serves
+// logs here), and deletes what it created, down to the pods.
+func TestValidateLauncherFails(t *testing.T) {
+	ctx := context.Background()
+	installShippedRuntime(t, ctx)
+	nets := exampleNetworks()
+	prepareCluster(t, ctx, nets)
+	ns := namespace(t, ctx, "validate-launcher-fails")
+	cp.Nodes.SetPlan(ns, harness.Plan{Outcome: func(p *corev1.Pod) harness.Outcome {
+		if p.Labels[jobsetv1alpha2.ReplicatedJobNameKey] == "launcher" {
+			return harness.Fail
+		}
+		return harness.KeepRunning
+	}})
+	code, out, errs := runValidate(t, ctx, "--recipe", exampleRecipe(t, nets), "--namespace", ns, "--timeout", "60s")
+	t.Logf("stdout:\n%s\nstderr:\n%s", out, errs)
+	if code == 0 {
+		t.Fatal("validate passed although the launcher failed")
+	}
+	for _, want := range []string{"created TrainJob", "deleted TrainJob", "deleted TrainingRuntime", "failed"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("validate's report lacks %q", want)
+		}
+	}
+	if strings.Contains(errs, "did not finish within") {
+		t.Error("validate timed out instead of seeing the TrainJob fail")
+	}
+	waitFor(t, ctx, 60*time.Second, "the run's objects to be gone", func() (bool, error) {
+		left := 0
+		for _, l := range []client.ObjectList{&trainer.TrainJobList{}, &trainer.TrainingRuntimeList{}, &jobsetv1alpha2.JobSetList{}, &batchv1.JobList{}, &corev1.PodList{}} {
+			if err := cp.Client.List(ctx, l, client.InNamespace(ns)); err != nil {
+				return false, err
+			}
+			left += meta.LenList(l)
+		}
+		return left == 0, nil
+	}, func() string { return describeNamespace(ctx, ns) })
+}

@@ -26,6 +26,8 @@ const (
 	// NeverStart leaves the pod Pending, unbound: what an unschedulable
 	// pod or a missing image looks like from the API.
 	NeverStart
+	// KeepRunning runs the pod and never ends it (a hung rank).
+	KeepRunning
 )
 
 // Plan is a namespace's scenario for the simulated kubelets.
@@ -118,7 +120,12 @@ func (s *NodeSimulator) registerNodes(ctx context.Context, n int) error {
 				Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
 				LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
 			}},
-			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("10.128.0.%d", i+2)}},
+			// The API server reaches a kubelet here for pod logs. No
+			// kubelet serves them: loopback and a port nothing listens on
+			// make a log request fail at once (connection refused), as
+			// for an unreachable node, instead of hanging on a dial.
+			Addresses:       []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}},
+			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: 1}},
 		}
 		if _, err := s.kube.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 			return err
@@ -180,7 +187,7 @@ func (s *NodeSimulator) step(ctx context.Context, pod *corev1.Pod) error {
 		return s.bind(ctx, pod)
 	case pod.Status.Phase != corev1.PodRunning:
 		return s.start(ctx, pod)
-	case plan.Hold && !released:
+	case outcome == KeepRunning, plan.Hold && !released:
 		return nil
 	default:
 		return s.finish(ctx, pod, outcome)
