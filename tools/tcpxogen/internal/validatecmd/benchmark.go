@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -127,7 +128,9 @@ func (v *validation) benchmark(ctx context.Context, cl *Clients, s cli.Streams) 
 	}
 
 	start := time.Now()
+	workers := watchWorkers(ctx, cl.Kube, v.trainJob.Namespace, v.trainJob.Name, workerPollInterval)
 	waitErr := waitTrainJob(ctx, cl.Dynamic, v.trainJob.Namespace, v.trainJob.Name, v.opts.timeout, pollInterval)
+	running := workers.stop()
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), logTimeout)
 	defer cancel()
 	log, err := launcherLog(lctx, cl.Kube, v.trainJob.Namespace, v.trainJob.Name, launcherContainer(bench))
@@ -157,7 +160,7 @@ func (v *validation) benchmark(ctx context.Context, cl *Clients, s cli.Streams) 
 		return errors.Join(waitErr, judgeErr, writeErr)
 	}
 	o.summary(s.Out, paths)
-	if err := workersWired(lctx, cl.Kube, v.trainJob.Namespace, v.trainJob.Name, bench); err != nil {
+	if err := workersWired(lctx, cl.Kube, v.trainJob.Namespace, v.trainJob.Name, bench, running); err != nil {
 		return errors.Join(waitErr, err)
 	}
 	if !o.Verdict.Pass {
@@ -254,17 +257,73 @@ func launcherContainer(bench *trainer.TrainingRuntime) string {
 // workersWired asserts the benchmark's worker pods really ran with the
 // wiring and a started daemon: a number from unwired pods fails the run
 // even when it passes the floor.
-func workersWired(ctx context.Context, kube kubernetes.Interface, ns, trainJob string, bench *trainer.TrainingRuntime) error {
-	sel := labels.Set{jobsetv1alpha2.JobSetNameKey: trainJob, jobsetv1alpha2.ReplicatedJobNameKey: constants.Node}.String()
-	pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
-	if err != nil {
-		return readError("the worker pods of TrainJob "+ns+"/"+trainJob, podsResource, "list", err)
+func workersWired(ctx context.Context, kube kubernetes.Interface, ns, trainJob string, bench *trainer.TrainingRuntime, running []corev1.Pod) error {
+	pods := running
+	if len(pods) == 0 {
+		// Never seen running (the run failed early): judge what is there.
+		list, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: workerSelector(trainJob)})
+		if err != nil {
+			return readError("the worker pods of TrainJob "+ns+"/"+trainJob, podsResource, "list", err)
+		}
+		pods = list.Items
 	}
 	tpl, err := realize.RuntimePodTemplate(bench, constants.Node)
 	if err != nil {
 		return err
 	}
-	return podcheck.Check(pods.Items, tpl, runtimes.GeneratedPins().RulesFor(realize.WiringOf(tpl, constants.Node).NodeEnv))
+	return podcheck.Check(pods, tpl, runtimes.GeneratedPins().RulesFor(realize.WiringOf(tpl, constants.Node).NodeEnv))
+}
+
+func workerSelector(trainJob string) string {
+	return labels.Set{jobsetv1alpha2.JobSetNameKey: trainJob, jobsetv1alpha2.ReplicatedJobNameKey: constants.Node}.String()
+}
+
+// workerPollInterval paces watchWorkers.
+const workerPollInterval = 2 * time.Second
+
+// workerWatch keeps the worker pods as last seen all Running. The wiring is
+// checked on them, not after the TrainJob ends: once the launcher
+// finishes, JobSet deletes the workers' still-running Jobs (and their pods
+// go), and a finished pod's sidecar reports started=false. Found by the
+// e2e suite (e2e/, TestValidatePasses).
+type workerWatch struct {
+	mu     sync.Mutex
+	pods   []corev1.Pod
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func watchWorkers(ctx context.Context, kube kubernetes.Interface, ns, trainJob string, every time.Duration) *workerWatch {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &workerWatch{cancel: cancel, done: make(chan struct{})}
+	sel := workerSelector(trainJob)
+	go func() {
+		defer close(w.done)
+		wait.UntilWithContext(ctx, func(ctx context.Context) {
+			list, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+			if err != nil || len(list.Items) == 0 {
+				return // a read error now is retried at the next tick; the final check reports its own
+			}
+			for _, p := range list.Items {
+				if p.Status.Phase != corev1.PodRunning {
+					return
+				}
+			}
+			w.mu.Lock()
+			w.pods = list.Items
+			w.mu.Unlock()
+		}, every)
+	}()
+	return w
+}
+
+// stop ends the watch and returns the last all-Running worker pods, or nil.
+func (w *workerWatch) stop() []corev1.Pod {
+	w.cancel()
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.pods
 }
 
 // launcherLog opens the log of the TrainJob's launcher pod.

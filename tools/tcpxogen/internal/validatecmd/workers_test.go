@@ -45,17 +45,17 @@ func TestWorkersWired(t *testing.T) {
 	}
 	good := workerPod(t, "w-0", tpl)
 	kube := fake.NewClientset(good, workerPod(t, "w-1", tpl))
-	if err := workersWired(context.Background(), kube, "default", "job", bench); err != nil {
+	if err := workersWired(context.Background(), kube, "default", "job", bench, nil); err != nil {
 		t.Fatalf("wired workers failed: %v", err)
 	}
 	bad := workerPod(t, "w-2", tpl)
 	bad.Annotations = nil
 	kube = fake.NewClientset(good, bad)
-	err = workersWired(context.Background(), kube, "default", "job", bench)
+	err = workersWired(context.Background(), kube, "default", "job", bench, nil)
 	if err == nil || !strings.Contains(err.Error(), "pod w-2: annotation lost") {
 		t.Fatalf("an unwired worker must fail the run naming it, got %v", err)
 	}
-	if err := workersWired(context.Background(), fake.NewClientset(), "default", "job", bench); err == nil {
+	if err := workersWired(context.Background(), fake.NewClientset(), "default", "job", bench, nil); err == nil {
 		t.Fatal("a run without worker pods passed")
 	}
 }
