@@ -443,3 +443,49 @@ func TestValidateLauncherFails(t *testing.T) {
 		return left == 0, nil
 	}, func() string { return describeNamespace(ctx, ns) })
 }
+
+// TestValidatePasses runs validate's whole live path on the declared row:
+// the workers run (sshd never exits, as in the real benchmark image), the
+// launcher succeeds after 5 s and logs testdata/nccl-logs/healthy.log,
+// which the simulated kubelet serves through the API server's pods/log.
+// validate must judge the log, check the workers' wiring, pass, and clean
+// up. When the launcher ends JobSet deletes the running workers: validate
+// must have checked them while they ran (it did not, before this suite).
+func TestValidatePasses(t *testing.T) {
+	ctx := context.Background()
+	installShippedRuntime(t, ctx)
+	nets := exampleNetworks()
+	prepareCluster(t, ctx, nets)
+	healthy, err := os.ReadFile(filepath.Join(repoRoot, "testdata", "nccl-logs", "healthy.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := namespace(t, ctx, "validate-passes")
+	cp.Nodes.SetPlan(ns, harness.Plan{
+		// The launcher runs a while, as all_reduce_perf does (minutes on
+		// a cluster), longer than validate's worker-pod poll (2 s).
+		RunFor: 5 * time.Second,
+		Outcome: func(p *corev1.Pod) harness.Outcome {
+			if p.Labels[jobsetv1alpha2.ReplicatedJobNameKey] == "launcher" {
+				return harness.Succeed
+			}
+			return harness.KeepRunning
+		},
+		Log: func(p *corev1.Pod, container string) string {
+			if p.Labels[jobsetv1alpha2.ReplicatedJobNameKey] == "launcher" {
+				return string(healthy)
+			}
+			return ""
+		},
+	})
+	code, out, errs := runValidate(t, ctx, "--recipe", exampleRecipe(t, nets), "--namespace", ns, "--timeout", "90s")
+	t.Logf("stdout:\n%s\nstderr:\n%s", out, errs)
+	if code != 0 {
+		t.Fatalf("validate failed a healthy run (exit %d)", code)
+	}
+	for _, want := range []string{"deleted TrainJob", "deleted TrainingRuntime"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("validate's report lacks %q", want)
+		}
+	}
+}

@@ -188,6 +188,11 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		return nil, fmt.Errorf("trainer and jobset controllers: %w", err)
 	}
 	cp.Nodes = newNodeSimulator(cp.Kube)
+	stopLogs, err := cp.Nodes.serveLogs()
+	if err != nil {
+		return nil, fmt.Errorf("simulated kubelet log server: %w", err)
+	}
+	cp.stops = append(cp.stops, stopLogs)
 	if err := cp.Nodes.registerNodes(ctx, opts.Nodes); err != nil {
 		return nil, fmt.Errorf("registering simulated nodes: %w", err)
 	}

@@ -3,6 +3,12 @@ package harness
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,6 +43,12 @@ type Plan struct {
 	Hold bool
 	// Outcome decides each pod's end; nil means Succeed for every pod.
 	Outcome func(*corev1.Pod) Outcome
+	// RunFor is how long a pod runs at least before it ends (a benchmark
+	// takes minutes; zero ends it at the next tick).
+	RunFor time.Duration
+	// Log is what a container of a pod logged, served through the API
+	// server's pods/log as a kubelet would; nil serves empty logs.
+	Log func(pod *corev1.Pod, container string) string
 }
 
 // Simulated GPU node identity: what GKE puts on an A3 Mega node.
@@ -61,6 +73,49 @@ type NodeSimulator struct {
 	nodes    []string
 	next     int
 	podIP    int
+
+	// kubeletPort is the loopback port of the log server, which answers
+	// the kubelet's /containerLogs/{namespace}/{pod}/{container}.
+	kubeletPort int32
+}
+
+// serveLogs starts the simulated kubelets' log endpoint over TLS (the API
+// server verifies no kubelet certificate unless it is given a CA) and
+// returns its stop function.
+func (s *NodeSimulator) serveLogs() (func(), error) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/containerLogs/"), "/")
+		if !strings.HasPrefix(r.URL.Path, "/containerLogs/") || len(parts) != 3 {
+			http.NotFound(w, r)
+			return
+		}
+		ns, name, container := parts[0], parts[1], parts[2]
+		pod, err := s.kube.CoreV1().Pods(ns).Get(r.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
+		s.mu.Lock()
+		plan := s.plans[ns]
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "text/plain")
+		if plan.Log != nil {
+			_, _ = io.WriteString(w, plan.Log(pod, container))
+		}
+	}))
+	srv.StartTLS()
+	_, port, err := net.SplitHostPort(srv.Listener.Addr().String())
+	if err != nil {
+		srv.Close()
+		return nil, err
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		srv.Close()
+		return nil, err
+	}
+	s.kubeletPort = int32(p)
+	return srv.Close, nil
 }
 
 func newNodeSimulator(kube kubernetes.Interface) *NodeSimulator {
@@ -120,12 +175,10 @@ func (s *NodeSimulator) registerNodes(ctx context.Context, n int) error {
 				Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
 				LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
 			}},
-			// The API server reaches a kubelet here for pod logs. No
-			// kubelet serves them: loopback and a port nothing listens on
-			// make a log request fail at once (connection refused), as
-			// for an unreachable node, instead of hanging on a dial.
+			// The API server reaches the kubelet here for pod logs: every
+			// simulated node's is the simulator's log server (serveLogs).
 			Addresses:       []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}},
-			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: 1}},
+			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: s.kubeletPort}},
 		}
 		if _, err := s.kube.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 			return err
@@ -188,6 +241,8 @@ func (s *NodeSimulator) step(ctx context.Context, pod *corev1.Pod) error {
 	case pod.Status.Phase != corev1.PodRunning:
 		return s.start(ctx, pod)
 	case outcome == KeepRunning, plan.Hold && !released:
+		return nil
+	case pod.Status.StartTime != nil && time.Since(pod.Status.StartTime.Time) < plan.RunFor:
 		return nil
 	default:
 		return s.finish(ctx, pod, outcome)
