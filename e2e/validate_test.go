@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,23 +12,17 @@ import (
 	"testing"
 	"time"
 
-	networkv1 "github.com/GoogleCloudPlatform/gke-networking-api/apis/network/v1"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/tcpxogen/tcpxogen/e2e/harness"
 
 	"github.com/tcpxogen/tcpxogen/runtimes"
-	"github.com/tcpxogen/tcpxogen/validators/performance/pool"
 )
 
 // pinnedImage is a benchmark image pinned the way validate requires; a dry
@@ -53,12 +46,7 @@ func tcpxogenBinary(t *testing.T) string {
 			buildErr = err
 			return
 		}
-		binPath = filepath.Join(dir, "tcpxogen")
-		cmd := exec.Command("go", "build", "-o", binPath, "./tools/tcpxogen")
-		cmd.Dir = repoRoot
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./tools/tcpxogen: %v\n%s", err, out)
-		}
+		binPath, buildErr = harness.BuildCLI(repoRoot, dir)
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
@@ -69,26 +57,8 @@ func tcpxogenBinary(t *testing.T) string {
 // kubeconfig writes the control plane's admin credentials as a kubeconfig.
 func kubeconfig(t *testing.T) string {
 	t.Helper()
-	c := cp.Config
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["e2e"] = &clientcmdapi.Cluster{
-		Server:                   c.Host,
-		CertificateAuthority:     c.TLSClientConfig.CAFile,
-		CertificateAuthorityData: c.TLSClientConfig.CAData,
-		InsecureSkipTLSVerify:    c.TLSClientConfig.Insecure,
-		TLSServerName:            c.TLSClientConfig.ServerName,
-	}
-	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{
-		Token:                 c.BearerToken,
-		ClientCertificate:     c.TLSClientConfig.CertFile,
-		ClientCertificateData: c.TLSClientConfig.CertData,
-		ClientKey:             c.TLSClientConfig.KeyFile,
-		ClientKeyData:         c.TLSClientConfig.KeyData,
-	}
-	cfg.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "admin"}
-	cfg.CurrentContext = "e2e"
 	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+	if err := cp.WriteKubeconfig(path); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -145,38 +115,8 @@ func exampleNetworks() []string {
 // Deployments standing for the controllers this process runs.
 func prepareCluster(t *testing.T, ctx context.Context, networks []string) {
 	t.Helper()
-	for _, n := range networks {
-		params := &networkv1.GKENetworkParamSet{
-			ObjectMeta: metav1.ObjectMeta{Name: n},
-			Spec:       networkv1.GKENetworkParamSetSpec{VPC: "vpc-" + n, VPCSubnet: "subnet-" + n, DeviceMode: networkv1.NetDevice},
-		}
-		if err := cp.Client.Create(ctx, params, strict); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("GKENetworkParamSet %s: %v", n, err)
-		}
-		net := &networkv1.Network{
-			ObjectMeta: metav1.ObjectMeta{Name: n},
-			Spec: networkv1.NetworkSpec{
-				Type:          networkv1.DeviceNetworkType,
-				ParametersRef: &networkv1.NetworkParametersReference{Group: "networking.gke.io", Kind: "GKENetworkParamSet", Name: n},
-			},
-		}
-		if err := cp.Client.Create(ctx, net, strict); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("Network %s: %v", n, err)
-		}
-	}
-	var attached []map[string]string
-	for i, n := range networks {
-		attached = append(attached, map[string]string{"network": n, "ipAddress": fmt.Sprintf("192.168.%d.2", i+1)})
-	}
-	annotation, err := json.Marshal(attached)
-	if err != nil {
+	if err := cp.AttachNetworks(ctx, networks); err != nil {
 		t.Fatal(err)
-	}
-	for _, name := range cp.Nodes.NodeNames() {
-		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, pool.AnnotationNorthInterfaces, string(annotation))
-		if err := cp.Client.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
-			t.Fatalf("attaching networks to node %s: %v", name, err)
-		}
 	}
 	if err := cp.RegisterControllerDeployments(ctx); err != nil {
 		t.Fatal(err)

@@ -104,6 +104,10 @@ type Options struct {
 	Log io.Writer
 	// Nodes is how many simulated GPU nodes to register (default 2).
 	Nodes int
+	// NoTrainer leaves Kubeflow Trainer and JobSet out: no CRDs, webhooks
+	// or controllers, a cluster on which validate's policy installs the
+	// trainer.
+	NoTrainer bool
 }
 
 // NewScheme returns the scheme of the trainer controller manager (as in
@@ -166,17 +170,8 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		return nil, err
 	}
 
-	if err := cp.installCRDs(); err != nil {
+	if err := cp.installCRDs(!opts.NoTrainer); err != nil {
 		return nil, err
-	}
-	hooks, err := cp.webhookOptions()
-	if err != nil {
-		return nil, err
-	}
-	// Installs the configurations with a fresh CA, pointing them at
-	// 127.0.0.1:port; the manager below serves that port with the same CA.
-	if err := hooks.Install(cp.Config); err != nil {
-		return nil, fmt.Errorf("installing webhook configurations: %w", err)
 	}
 	if err := cp.startGarbageCollector(ctx); err != nil {
 		return nil, fmt.Errorf("garbage collector: %w", err)
@@ -184,8 +179,19 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if err := cp.startJobController(ctx); err != nil {
 		return nil, fmt.Errorf("job controller: %w", err)
 	}
-	if err := cp.startManager(ctx, hooks, logger); err != nil {
-		return nil, fmt.Errorf("trainer and jobset controllers: %w", err)
+	if !opts.NoTrainer {
+		hooks, err := cp.webhookOptions()
+		if err != nil {
+			return nil, err
+		}
+		// Installs the configurations with a fresh CA, pointing them at
+		// 127.0.0.1:port; the manager below serves that port with the same CA.
+		if err := hooks.Install(cp.Config); err != nil {
+			return nil, fmt.Errorf("installing webhook configurations: %w", err)
+		}
+		if err := cp.startManager(ctx, hooks, logger); err != nil {
+			return nil, fmt.Errorf("trainer and jobset controllers: %w", err)
+		}
 	}
 	cp.Nodes = newNodeSimulator(cp.Kube)
 	stopLogs, err := cp.Nodes.serveLogs()
@@ -288,12 +294,15 @@ func (cp *ControlPlane) startAPIServer(etcdURL string, logw io.Writer) error {
 
 // installCRDs installs the trainer's and JobSet's CRDs and GKE's Network
 // and GKENetworkParamSet, all from the pinned modules.
-func (cp *ControlPlane) installCRDs() error {
+func (cp *ControlPlane) installCRDs(trainerToo bool) error {
 	paths := []string{
-		filepath.Join(cp.Modules[TrainerModule], "manifests", "base", "crds"),
-		filepath.Join(cp.Modules[JobSetModule], "config", "components", "crd", "bases"),
 		filepath.Join(cp.Modules[NetworkModule], "config", "crds", "networking.gke.io_networks.yaml"),
 		filepath.Join(cp.Modules[NetworkModule], "config", "crds", "networking.gke.io_gkenetworkparamsets.yaml"),
+	}
+	if trainerToo {
+		paths = append(paths,
+			filepath.Join(cp.Modules[TrainerModule], "manifests", "base", "crds"),
+			filepath.Join(cp.Modules[JobSetModule], "config", "components", "crd", "bases"))
 	}
 	_, err := envtest.InstallCRDs(cp.Config, envtest.CRDInstallOptions{
 		Paths:              paths,

@@ -1,0 +1,98 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+
+	networkv1 "github.com/GoogleCloudPlatform/gke-networking-api/apis/network/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// AnnotationNorthInterfaces is where GKE lists the networks a node is
+// attached to (validators/performance/pool reads it).
+const AnnotationNorthInterfaces = "networking.gke.io/north-interfaces"
+
+// WriteKubeconfig writes the control plane's admin credentials as a
+// kubeconfig at path, for tools driven through their CLI.
+func (cp *ControlPlane) WriteKubeconfig(path string) error {
+	c := cp.Config
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["e2e"] = &clientcmdapi.Cluster{
+		Server:                   c.Host,
+		CertificateAuthority:     c.TLSClientConfig.CAFile,
+		CertificateAuthorityData: c.TLSClientConfig.CAData,
+		InsecureSkipTLSVerify:    c.TLSClientConfig.Insecure,
+		TLSServerName:            c.TLSClientConfig.ServerName,
+	}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{
+		Token:                 c.BearerToken,
+		ClientCertificate:     c.TLSClientConfig.CertFile,
+		ClientCertificateData: c.TLSClientConfig.CertData,
+		ClientKey:             c.TLSClientConfig.KeyFile,
+		ClientKeyData:         c.TLSClientConfig.KeyData,
+	}
+	cfg.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "admin"}
+	cfg.CurrentContext = "e2e"
+	return clientcmd.WriteToFile(*cfg, path)
+}
+
+// BuildCLI builds the shipped tcpxogen CLI from the parent module at
+// repoRoot into dir, as a user gets it.
+func BuildCLI(repoRoot, dir string) (string, error) {
+	bin := filepath.Join(dir, "tcpxogen")
+	cmd := exec.Command("go", "build", "-o", bin, "./tools/tcpxogen")
+	cmd.Dir = repoRoot
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./tools/tcpxogen: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// AttachNetworks makes the cluster look provisioned for the GPU NICs: each
+// network as a GKE Device network with its GKENetworkParamSet, and every
+// simulated node attached to all of them. Idempotent.
+func (cp *ControlPlane) AttachNetworks(ctx context.Context, networks []string) error {
+	strict := client.FieldValidation(metav1.FieldValidationStrict)
+	for _, n := range networks {
+		params := &networkv1.GKENetworkParamSet{
+			ObjectMeta: metav1.ObjectMeta{Name: n},
+			Spec:       networkv1.GKENetworkParamSetSpec{VPC: "vpc-" + n, VPCSubnet: "subnet-" + n, DeviceMode: networkv1.NetDevice},
+		}
+		if err := cp.Client.Create(ctx, params, strict); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("GKENetworkParamSet %s: %w", n, err)
+		}
+		net := &networkv1.Network{
+			ObjectMeta: metav1.ObjectMeta{Name: n},
+			Spec: networkv1.NetworkSpec{
+				Type:          networkv1.DeviceNetworkType,
+				ParametersRef: &networkv1.NetworkParametersReference{Group: "networking.gke.io", Kind: "GKENetworkParamSet", Name: n},
+			},
+		}
+		if err := cp.Client.Create(ctx, net, strict); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("Network %s: %w", n, err)
+		}
+	}
+	var attached []map[string]string
+	for i, n := range networks {
+		attached = append(attached, map[string]string{"network": n, "ipAddress": fmt.Sprintf("192.168.%d.2", i+1)})
+	}
+	annotation, err := json.Marshal(attached)
+	if err != nil {
+		return err
+	}
+	for _, name := range cp.Nodes.NodeNames() {
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, AnnotationNorthInterfaces, string(annotation))
+		if err := cp.Client.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+			return fmt.Errorf("attaching networks to node %s: %w", name, err)
+		}
+	}
+	return nil
+}
