@@ -123,7 +123,20 @@ func (v *validation) benchmark(ctx context.Context, cl *Clients, s cli.Streams) 
 	if _, err := create(bench); err != nil {
 		return err
 	}
-	if _, err := create(v.trainJob); err != nil {
+	// The trainer's TrainJob webhook looks the runtime up in its informer
+	// cache, which can lag the TrainingRuntime just created: it then
+	// rejects the TrainJob saying the runtime "must be created before the
+	// TrainJob is created". That rejection is retried for a while; any
+	// other is final. Found by the e2e suite (e2e/), intermittently.
+	err = wait.PollUntilContextTimeout(ctx, runtimeCacheRetry, runtimeCacheWait, true, func(context.Context) (bool, error) {
+		_, err := create(v.trainJob)
+		if err != nil && strings.Contains(err.Error(), runtimeNotCached) {
+			progress(s.Err, "retrying", describe(mustUnstructured(v.trainJob)), err)
+			return false, nil
+		}
+		return true, err
+	})
+	if err != nil {
 		return err
 	}
 
@@ -276,6 +289,27 @@ func workersWired(ctx context.Context, kube kubernetes.Interface, ns, trainJob s
 
 func workerSelector(trainJob string) string {
 	return labels.Set{jobsetv1alpha2.JobSetNameKey: trainJob, jobsetv1alpha2.ReplicatedJobNameKey: constants.Node}.String()
+}
+
+// runtimeNotCached is the trainer v2.2.0 webhook's message when its cache
+// does not hold the TrainJob's runtime (pkg/runtime/core).
+const runtimeNotCached = "must be created before the TrainJob is created"
+
+// How often and how long a TrainJob rejected with runtimeNotCached is
+// retried: an informer catches up in milliseconds to seconds.
+const (
+	runtimeCacheRetry = 500 * time.Millisecond
+	runtimeCacheWait  = 30 * time.Second
+)
+
+// mustUnstructured is toUnstructured for describing an object in a
+// progress line; a conversion error describes nothing.
+func mustUnstructured(obj any) *unstructured.Unstructured {
+	u, err := toUnstructured(obj)
+	if err != nil {
+		return &unstructured.Unstructured{}
+	}
+	return u
 }
 
 // workerPollInterval paces watchWorkers.
