@@ -75,8 +75,9 @@ test: deps
 # e2e: the end-to-end scenarios against a real control plane in one test
 # process (kube-apiserver, Job controller and garbage collector, JobSet and
 # Kubeflow Trainer controllers and webhooks), in the nested module e2e/ so
-# nothing above links it. ~11 min of CPU to compile cold (2.5 GB link
-# peak), ~20-30 s warm; the run ~20 s on idle cores. See e2e/README.md.
+# nothing above links it. ~620 CPU-seconds to compile cold (7-10 min on
+# 2 idle cores, 2.5 GB link peak); warm, vet+build+run ~75 s. See
+# e2e/README.md.
 e2e:
 	cd e2e && $(GO) vet ./...
 	cd e2e && $(GO) test -count=1 ./...
