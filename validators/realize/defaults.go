@@ -6,7 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -83,7 +84,7 @@ func loadDefaulter(fsys fs.FS, version string) (*defaulter, error) {
 		return nil, fmt.Errorf("decoding CRD defaults for trainer %s: %w", version, err)
 	}
 	d := &defaulter{version: version, schemas: make(map[string]*structuralschema.Structural, len(file.Schemas))}
-	for _, kind := range sortedKeys(file.Schemas) {
+	for _, kind := range slices.Sorted(maps.Keys(file.Schemas)) {
 		ss, err := structuralFromV1(file.Schemas[kind])
 		if err != nil {
 			return nil, fmt.Errorf("CRD defaults for %s (trainer %s): %w", kind, version, err)
@@ -133,13 +134,4 @@ func (d *defaulter) apply(kind string, obj apiruntime.Object) error {
 		return fmt.Errorf("converting defaulted %s back: %w", kind, err)
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -3,6 +3,7 @@ package realize
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -433,9 +434,10 @@ func launchResources(l corev1.ResourceList) string {
 		return "unset"
 	}
 	var kept []string
-	for _, name := range sortedResourceNames(l) {
+	for _, name := range slices.Sorted(maps.Keys(l)) {
 		if name == corev1.ResourceCPU || strings.Contains(strings.ToLower(string(name)), "gpu") {
-			kept = append(kept, string(name)+"="+quantity(l[name]))
+			q := l[name]
+			kept = append(kept, string(name)+"="+q.String())
 		}
 	}
 	return "{" + strings.Join(kept, ",") + "}"

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -347,7 +348,7 @@ func survival(o *Outcome) map[string]bool {
 			s["volumes"] = false
 		case NodeContainerLost:
 			s["node container"] = false
-		case EnvLost, EnvOverridden:
+		case EnvLost, EnvOverridden, EnvReordered:
 			s["node env"] = false
 		case MountLost, MountChanged:
 			s["node mounts"] = false
@@ -682,7 +683,7 @@ func Cases() []Case {
 				} else {
 					data, _, _ := unstructured.NestedStringMap(sec.Object, "data")
 					if len(data) != 2 || data[corev1.SSHAuthPrivateKey] == "" || data[constants.MPISSHPublicKey] == "" {
-						c.Errorf("SSH Secret keys = %v, want %s and %s", sortedKeys(data), corev1.SSHAuthPrivateKey, constants.MPISSHPublicKey)
+						c.Errorf("SSH Secret keys = %v, want %s and %s", slices.Sorted(maps.Keys(data)), corev1.SSHAuthPrivateKey, constants.MPISSHPublicKey)
 					}
 					for k, v := range data {
 						if dec, err := decodeBase64(v); err != nil || dec != RedactedValue {
@@ -790,7 +791,7 @@ func expectNodes(c *Check, o *Outcome, n int32) {
 }
 
 func expectEnv(c *Check, o *Outcome, want map[string]string) {
-	for _, k := range sortedKeys(want) {
+	for _, k := range slices.Sorted(maps.Keys(want)) {
 		got, ok := o.NodeEnv(k)
 		if !ok {
 			c.Errorf("node env %s unset, want %q", k, want[k])

@@ -3,16 +3,18 @@ package realize
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+
+	"github.com/tcpxogen/tcpxogen/internal/structdiff"
 )
 
 // Wiring is the part of a pod template that carries a runtime's fabric
@@ -153,6 +155,9 @@ const (
 	EnvLost       = "env lost"
 	EnvOverridden = "env overridden"
 	EnvAdded      = "env added"
+	// EnvReordered: the names both sides set come in another order; Path
+	// names the first that moved, From and To list the orders from there.
+	EnvReordered = "env reordered"
 
 	MountLost    = "mount lost"
 	MountChanged = "mount changed"
@@ -176,7 +181,7 @@ func (c Change) IsAddition() bool { return strings.HasSuffix(c.What, " added") }
 // and each is sorted by name.
 func Diff(runtime, realized Wiring) []Change {
 	var out []Change
-	out = append(out, diffStringMaps("annotation", AnnotationLost, AnnotationChanged, AnnotationAdded, runtime.Annotations, realized.Annotations)...)
+	out = append(out, diffStrings("annotation", AnnotationLost, AnnotationChanged, AnnotationAdded, runtime.Annotations, realized.Annotations)...)
 	out = append(out, diffInitContainers(runtime.InitContainers, realized.InitContainers)...)
 	out = append(out, diffVolumes(runtime.Volumes, realized.Volumes)...)
 	if runtime.HasNode && !realized.HasNode {
@@ -189,23 +194,41 @@ func Diff(runtime, realized Wiring) []Change {
 	return out
 }
 
-func diffStringMaps(kind, lost, changed, added string, from, to map[string]string) []Change {
+// diffKeyed is the one keyed comparison behind every kind of wiring
+// element: elements are matched by key, compared with same and shown with
+// show; losses and changes come first, then additions, each sorted by key.
+func diffKeyed[V any](kind, lost, changed, added string, from, to map[string]V, same func(a, b V) bool, show func(V) string) []Change {
 	var out []Change
-	for _, k := range sortedKeys(from) {
+	for _, k := range slices.Sorted(maps.Keys(from)) {
 		v, ok := to[k]
 		switch {
 		case !ok:
-			out = append(out, Change{What: lost, Path: kind + " " + k, From: from[k]})
-		case v != from[k]:
-			out = append(out, Change{What: changed, Path: kind + " " + k, From: from[k], To: v})
+			out = append(out, Change{What: lost, Path: kind + " " + k, From: show(from[k])})
+		case !same(from[k], v):
+			out = append(out, Change{What: changed, Path: kind + " " + k, From: show(from[k]), To: show(v)})
 		}
 	}
-	for _, k := range sortedKeys(to) {
+	for _, k := range slices.Sorted(maps.Keys(to)) {
 		if _, ok := from[k]; !ok {
-			out = append(out, Change{What: added, Path: kind + " " + k, To: to[k]})
+			out = append(out, Change{What: added, Path: kind + " " + k, To: show(to[k])})
 		}
 	}
 	return out
+}
+
+// diffStrings is diffKeyed for elements summarised as one string each.
+func diffStrings(kind, lost, changed, added string, from, to map[string]string) []Change {
+	return diffKeyed(kind, lost, changed, added, from, to, func(a, b string) bool { return a == b }, func(s string) string { return s })
+}
+
+// keyed maps a list's elements by key to their summary; the last of a key
+// wins, as in Kubernetes.
+func keyed[E, V any](list []E, key func(*E) string, summary func(*E) V) map[string]V {
+	m := make(map[string]V, len(list))
+	for i := range list {
+		m[key(&list[i])] = summary(&list[i])
+	}
+	return m
 }
 
 func diffInitContainers(from, to []corev1.Container) []Change {
@@ -259,62 +282,35 @@ func diffContainer(path string, a, b *corev1.Container) []Change {
 }
 
 func diffVolumes(from, to []corev1.Volume) []Change {
-	f, t := volumeMap(from), volumeMap(to)
-	var out []Change
-	for _, k := range sortedKeys(f) {
-		b, ok := t[k]
-		switch {
-		case !ok:
-			out = append(out, Change{What: VolumeLost, Path: "volume " + k, From: volumeSource(f[k])})
-		case !equality.Semantic.DeepEqual(f[k].VolumeSource, b.VolumeSource):
-			out = append(out, Change{What: VolumeChanged, Path: "volume " + k, From: volumeSource(f[k]), To: volumeSource(b)})
-		}
-	}
-	for _, k := range sortedKeys(t) {
-		if _, ok := f[k]; !ok {
-			out = append(out, Change{What: VolumeAdded, Path: "volume " + k, To: volumeSource(t[k])})
-		}
-	}
-	return out
-}
-
-func volumeMap(vs []corev1.Volume) map[string]*corev1.Volume {
-	m := make(map[string]*corev1.Volume, len(vs))
-	for i := range vs {
-		m[vs[i].Name] = &vs[i]
-	}
-	return m
+	name := func(v *corev1.Volume) string { return v.Name }
+	self := func(v *corev1.Volume) *corev1.Volume { return v }
+	same := func(a, b *corev1.Volume) bool { return equality.Semantic.DeepEqual(a.VolumeSource, b.VolumeSource) }
+	return diffKeyed("volume", VolumeLost, VolumeChanged, VolumeAdded, keyed(from, name, self), keyed(to, name, self), same, volumeSource)
 }
 
 // diffEnv compares by name, which is how Kubernetes resolves duplicates
-// (the last one wins) and how the trainer upserts.
+// (the last one wins) and how the trainer upserts, and then the order of
+// the names both sides set: a $(VAR) reference expands only from an
+// earlier entry, so a reordered env is another wiring.
 func diffEnv(prefix string, from, to []corev1.EnvVar) []Change {
-	f, t := envMap(from), envMap(to)
-	var out []Change
-	for _, k := range sortedKeys(f) {
-		v, ok := t[k]
-		switch {
-		case !ok:
-			out = append(out, Change{What: EnvLost, Path: prefix + "env " + k, From: f[k]})
-		case v != f[k]:
-			out = append(out, Change{What: EnvOverridden, Path: prefix + "env " + k, From: f[k], To: v})
+	name := func(e *corev1.EnvVar) string { return e.Name }
+	out := diffStrings(prefix+"env", EnvLost, EnvOverridden, EnvAdded, keyed(from, name, EnvValue), keyed(to, name, EnvValue))
+	names := func(env []corev1.EnvVar) []string {
+		n := make([]string, len(env))
+		for i := range env {
+			n[i] = env[i].Name
 		}
+		return n
 	}
-	for _, k := range sortedKeys(t) {
-		if _, ok := f[k]; !ok {
-			out = append(out, Change{What: EnvAdded, Path: prefix + "env " + k, To: t[k]})
-		}
+	if f, t, i, moved := structdiff.Order(names(from), names(to)); moved {
+		out = append(out, Change{What: EnvReordered, Path: prefix + "env order from " + f[i], From: strings.Join(f[i:], ","), To: strings.Join(t[i:], ",")})
 	}
 	return out
 }
 
-func envMap(env []corev1.EnvVar) map[string]string {
-	m := make(map[string]string, len(env))
-	for i := range env {
-		m[env[i].Name] = EnvValue(&env[i])
-	}
-	return m
-}
+// DiffEnv reports how the env to differs from from, order included, as
+// Diff reports a node container's env.
+func DiffEnv(from, to []corev1.EnvVar) []Change { return diffEnv("", from, to) }
 
 // EnvValue renders an env var's value, including valueFrom sources, as one
 // comparable string.
@@ -339,106 +335,48 @@ func EnvValue(e *corev1.EnvVar) string {
 // diffMounts keys mounts by mount path: two mounts cannot share one, and
 // the same volume may be mounted at several.
 func diffMounts(prefix string, from, to []corev1.VolumeMount) []Change {
-	f, t := mountMap(from), mountMap(to)
-	var out []Change
-	for _, k := range sortedKeys(f) {
-		v, ok := t[k]
-		switch {
-		case !ok:
-			out = append(out, Change{What: MountLost, Path: prefix + "mount " + k, From: f[k]})
-		case v != f[k]:
-			out = append(out, Change{What: MountChanged, Path: prefix + "mount " + k, From: f[k], To: v})
-		}
-	}
-	for _, k := range sortedKeys(t) {
-		if _, ok := f[k]; !ok {
-			out = append(out, Change{What: MountAdded, Path: prefix + "mount " + k, To: t[k]})
-		}
-	}
-	return out
+	path := func(vm *corev1.VolumeMount) string { return vm.MountPath }
+	return diffStrings(prefix+"mount", MountLost, MountChanged, MountAdded, keyed(from, path, mountSummary), keyed(to, path, mountSummary))
 }
 
-func mountMap(ms []corev1.VolumeMount) map[string]string {
-	m := make(map[string]string, len(ms))
-	for _, vm := range ms {
-		v := vm.Name
-		if vm.ReadOnly {
-			v += " (ro)"
-		}
-		if vm.SubPath != "" {
-			v += " subPath=" + vm.SubPath
-		}
-		if vm.MountPropagation != nil {
-			v += " propagation=" + string(*vm.MountPropagation)
-		}
-		m[vm.MountPath] = v
+func mountSummary(vm *corev1.VolumeMount) string {
+	v := vm.Name
+	if vm.ReadOnly {
+		v += " (ro)"
 	}
-	return m
+	if vm.SubPath != "" {
+		v += " subPath=" + vm.SubPath
+	}
+	if vm.MountPropagation != nil {
+		v += " propagation=" + string(*vm.MountPropagation)
+	}
+	return v
 }
 
+// diffCaps has no "changed": a capability is present or not.
 func diffCaps(prefix string, from, to []corev1.Capability) []Change {
-	f, t := map[string]bool{}, map[string]bool{}
-	for _, c := range from {
-		f[string(c)] = true
-	}
-	for _, c := range to {
-		t[string(c)] = true
-	}
-	var out []Change
-	for _, k := range sortedKeys(f) {
-		if !t[k] {
-			out = append(out, Change{What: CapabilityLost, Path: prefix + "capability " + k})
-		}
-	}
-	for _, k := range sortedKeys(t) {
-		if !f[k] {
-			out = append(out, Change{What: CapabilityAdded, Path: prefix + "capability " + k})
-		}
-	}
-	return out
+	name := func(c *corev1.Capability) string { return string(*c) }
+	none := func(*corev1.Capability) string { return "" }
+	return diffStrings(prefix+"capability", CapabilityLost, "", CapabilityAdded, keyed(from, name, none), keyed(to, name, none))
 }
 
+// diffResources compares quantities by their canonical form, so "8" and
+// "8000m" are one value.
 func diffResources(prefix string, from, to corev1.ResourceRequirements) []Change {
-	var out []Change
-	list := func(kind string, a, b corev1.ResourceList) {
-		for _, k := range sortedResourceNames(a) {
-			q, ok := b[k]
-			switch {
-			case !ok:
-				out = append(out, Change{What: ResourceLost, Path: prefix + kind + " " + string(k), From: quantity(a[k])})
-			case q.Cmp(a[k]) != 0:
-				out = append(out, Change{What: ResourceChanged, Path: prefix + kind + " " + string(k), From: quantity(a[k]), To: quantity(q)})
-			}
-		}
-		for _, k := range sortedResourceNames(b) {
-			if _, ok := a[k]; !ok {
-				out = append(out, Change{What: ResourceAdded, Path: prefix + kind + " " + string(k), To: quantity(b[k])})
-			}
-		}
-	}
-	list("limits", from.Limits, to.Limits)
-	list("requests", from.Requests, to.Requests)
-	claims := func(rs []corev1.ResourceClaim) map[string]string {
-		m := map[string]string{}
-		for _, c := range rs {
-			m[c.Name] = c.Request
+	list := func(l corev1.ResourceList) map[string]string {
+		m := make(map[string]string, len(l))
+		for k, q := range l {
+			m[string(k)] = q.String()
 		}
 		return m
 	}
-	out = append(out, diffStringMaps(prefix+"claims", ResourceLost, ResourceChanged, ResourceAdded, claims(from.Claims), claims(to.Claims))...)
-	return out
+	claim := func(c *corev1.ResourceClaim) string { return c.Name }
+	request := func(c *corev1.ResourceClaim) string { return c.Request }
+	var out []Change
+	out = append(out, diffStrings(prefix+"limits", ResourceLost, ResourceChanged, ResourceAdded, list(from.Limits), list(to.Limits))...)
+	out = append(out, diffStrings(prefix+"requests", ResourceLost, ResourceChanged, ResourceAdded, list(from.Requests), list(to.Requests))...)
+	return append(out, diffStrings(prefix+"claims", ResourceLost, ResourceChanged, ResourceAdded, keyed(from.Claims, claim, request), keyed(to.Claims, claim, request))...)
 }
-
-func sortedResourceNames(l corev1.ResourceList) []corev1.ResourceName {
-	names := make([]corev1.ResourceName, 0, len(l))
-	for k := range l {
-		names = append(names, k)
-	}
-	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
-	return names
-}
-
-func quantity(q resource.Quantity) string { return q.String() }
 
 func addedCaps(c *corev1.Container) []corev1.Capability {
 	if c.SecurityContext == nil || c.SecurityContext.Capabilities == nil {

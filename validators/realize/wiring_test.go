@@ -200,3 +200,19 @@ func TestSurvivalCategories(t *testing.T) {
 		t.Errorf("survival has %d keys, want %d", len(got), len(SurvivalCategories))
 	}
 }
+
+// Env order is wiring: the same variables in another order are one change,
+// which Judge does not let pass as harmless.
+func TestDiffEnvOrder(t *testing.T) {
+	from := []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "$(A)"}, {Name: "C", Value: "3"}}
+	to := []corev1.EnvVar{{Name: "B", Value: "$(A)"}, {Name: "A", Value: "1"}, {Name: "C", Value: "3"}}
+	got := DiffEnv(from, to)
+	want := []Change{{What: EnvReordered, Path: "env order from A", From: "A,B,C", To: "B,A,C"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("DiffEnv = %+v, want %+v", got, want)
+	}
+	j := Judge(Wiring{HasNode: true, NodeEnv: from}, Wiring{HasNode: true, NodeEnv: to}, nil)
+	if len(j) != 1 || !j[0].LosesFabric() {
+		t.Errorf("Judge of a reordered env = %+v, want one change that loses the fabric", j)
+	}
+}

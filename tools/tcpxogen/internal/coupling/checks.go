@@ -29,6 +29,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/goldens"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/imagesource"
 	"github.com/tcpxogen/tcpxogen/validators/performance/derive"
+	"github.com/tcpxogen/tcpxogen/validators/realize"
 )
 
 const regenerate = "run `go generate ./...` and commit the result"
@@ -230,7 +231,11 @@ func checkShippedEnv(_ context.Context, t *Tree) Result {
 	if err != nil {
 		return fail(files, regenerate, "%v", err)
 	}
-	if diffs := envDiff(want, nodeEnv(pod)); len(diffs) > 0 {
+	var diffs []string
+	for _, c := range realize.DiffEnv(want, nodeEnv(pod)) {
+		diffs = append(diffs, c.String())
+	}
+	if len(diffs) > 0 {
 		return fail(files, "never edit the golden: record a reviewed override in "+bom.OverridesRepoPath+" and "+regenerate,
 			"%s node env differs from profile+overrides: %s", runtimes.GoldenRuntime, strings.Join(diffs, "; "))
 	}
@@ -284,32 +289,6 @@ func checkKeepsFabric(_ context.Context, t *Tree) Result {
 		msg += fmt.Sprintf("; %d warning(s): %s", len(warnings), strings.Join(warnings, ", "))
 	}
 	return pass("%s", msg)
-}
-
-// envDiff lists how got differs from want, by name, order included.
-func envDiff(want, got []corev1.EnvVar) []string {
-	value := func(env []corev1.EnvVar) map[string]string {
-		m := map[string]string{}
-		for _, e := range env {
-			m[e.Name] = e.Value
-		}
-		return m
-	}
-	w, g := value(want), value(got)
-	var diffs []string
-	for _, e := range want {
-		if gv, ok := g[e.Name]; !ok {
-			diffs = append(diffs, fmt.Sprintf("%s missing (want %q)", e.Name, e.Value))
-		} else if gv != e.Value {
-			diffs = append(diffs, fmt.Sprintf("%s is %q, want %q", e.Name, gv, e.Value))
-		}
-	}
-	for _, e := range got {
-		if _, ok := w[e.Name]; !ok {
-			diffs = append(diffs, fmt.Sprintf("%s=%q is not in the profile or the overrides", e.Name, e.Value))
-		}
-	}
-	return diffs
 }
 
 func checkProfileFiles(_ context.Context, t *Tree) Result {

@@ -244,7 +244,7 @@ func TestScenarioHandEditedGolden(t *testing.T) {
 	orig := read(t, root, runtimes.GoldenRuntime)
 	edit(t, root, runtimes.GoldenRuntime, "value: WARN", "value: INFO")
 	rep := check(t, root)
-	assertFails(t, rep, "shipped-env-is-profile-plus-overrides", `NCCL_DEBUG is "INFO", want "WARN"`, runtimes.GoldenRuntime)
+	assertFails(t, rep, "shipped-env-is-profile-plus-overrides", "env overridden: env NCCL_DEBUG (WARN -> INFO)", runtimes.GoldenRuntime)
 	assertFails(t, rep, "generated-output-reproducible", runtimes.GoldenRuntime)
 	write(t, root, runtimes.GoldenRuntime, orig)
 	assertPasses(t, check(t, root))
