@@ -1,6 +1,7 @@
 package bom
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -51,6 +52,26 @@ func NewImage(reference, version string) (Image, error) {
 	c := &checker{}
 	c.addProblems(nil, probs)
 	return Image{}, c.err()
+}
+
+// ParsePinned is the one definition of "pinned by digest" for an image a
+// user gives (a flag, a recipe, a manifest): repo:tag@sha256:<64 hex>, the
+// rule every shipped image meets. A digest-only reference is refused: only
+// the BOM, with a source that vouches for it, may pin one.
+func ParsePinned(reference string) (Image, error) {
+	if strings.TrimSpace(reference) == "" {
+		return Image{}, errors.New("the image reference is empty: pin the image as repo:tag@sha256:<64 hex>")
+	}
+	_, tag, _ := SplitReference(reference)
+	if tag == "" {
+		// NewImage would add a missing version to the missing tag; the tag
+		// is the one thing to fix.
+		_, probs := parsePinned(reference, true)
+		c := &checker{}
+		c.addProblems(nil, probs)
+		return Image{}, c.err()
+	}
+	return NewImage(reference, tag)
 }
 
 // parse fills the parsed parts and reports every problem with the pin.

@@ -117,8 +117,8 @@ func (o *Options) defaults(in *Inputs) error {
 	if o.WorkerImage == "" {
 		o.WorkerImage = in.BOM.Images.Worker.Reference
 	}
-	if !strings.Contains(o.WorkerImage, "@sha256:") {
-		return fmt.Errorf("worker image %q is not pinned by digest: use REPO:TAG@sha256:DIGEST", o.WorkerImage)
+	if _, err := bom.ParsePinned(o.WorkerImage); err != nil {
+		return fmt.Errorf("worker image is not pinned by digest: %w", err)
 	}
 	if o.Profile == "" {
 		o.Profile = ProfileDefault

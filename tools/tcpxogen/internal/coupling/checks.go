@@ -159,9 +159,12 @@ func checkImages(_ context.Context, t *Tree) Result {
 	imgs := manifestImages(t.Manifests)
 	for _, im := range imgs {
 		role, known := byRepo[repository(im.ref)]
+		_, notPinned := bom.ParsePinned(im.ref)
 		switch {
-		case !strings.Contains(im.ref, "@sha256:"):
-			problems = append(problems, fmt.Sprintf("%s %s: %q is not pinned by digest", im.file, im.where, im.ref))
+		case known && im.ref == role.Image.Reference:
+			// The BOM's own pin, which may be digest-only with a source.
+		case notPinned != nil:
+			problems = append(problems, fmt.Sprintf("%s %s: not pinned by digest: %v", im.file, im.where, notPinned))
 		case !known:
 			problems = append(problems, fmt.Sprintf("%s %s: %q is no BOM role's image (a stray pin)", im.file, im.where, im.ref))
 		case im.ref != role.Image.Reference:
