@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/tcpxogen/tcpxogen/internal/facts"
 )
 
 // OverridesRepoPath is the reviewed-overrides file, relative to the module root.
@@ -108,7 +110,7 @@ func actionNames() []string {
 // sourced into (the evaluator's normalized variables); only those may be
 // pinned to their own value. published is the release notes' list for the
 // installer (nil when there is none). Every stale override is an error.
-func (o *Overrides) Apply(profile []EnvVar, contextual []string, published []EnvVar) ([]EnvVar, error) {
+func (o *Overrides) Apply(profile []facts.EnvVar, contextual []string, published []facts.EnvVar) ([]facts.EnvVar, error) {
 	c := &checker{file: o.Path, lines: o.lines}
 	index := map[string]int{}
 	for i, v := range profile {
@@ -125,7 +127,7 @@ func (o *Overrides) Apply(profile []EnvVar, contextual []string, published []Env
 		}
 		switch ov.Action {
 		case ActionAdd:
-			out = append(out, EnvVar{Name: ov.Name, Value: ov.Value})
+			out = append(out, facts.EnvVar{Name: ov.Name, Value: ov.Value})
 		case ActionReplace, ActionPin:
 			out[pos].Value = ov.Value
 		case ActionRemove:
@@ -135,10 +137,10 @@ func (o *Overrides) Apply(profile []EnvVar, contextual []string, published []Env
 	if err := c.err(); err != nil {
 		return nil, err
 	}
-	return slices.DeleteFunc(out, func(v EnvVar) bool { return slices.Contains(removed, v.Name) }), nil
+	return slices.DeleteFunc(out, func(v facts.EnvVar) bool { return slices.Contains(removed, v.Name) }), nil
 }
 
-func profileValue(profile []EnvVar, pos int, ok bool) string {
+func profileValue(profile []facts.EnvVar, pos int, ok bool) string {
 	if !ok {
 		return ""
 	}
@@ -147,7 +149,7 @@ func profileValue(profile []EnvVar, pos int, ok bool) string {
 
 // staleness says what is wrong with an override given the current profile,
 // or "" when it still describes a real, reviewed difference.
-func staleness(ov Override, inProfile bool, current string, contextual bool, published []EnvVar) (problem, fix string) {
+func staleness(ov Override, inProfile bool, current string, contextual bool, published []facts.EnvVar) (problem, fix string) {
 	rule := actionRules[ov.Action]
 	switch {
 	case ov.Action == ActionFollowProfile:
@@ -167,8 +169,8 @@ func staleness(ov Override, inProfile bool, current string, contextual bool, pub
 	return "", ""
 }
 
-func followProfileStaleness(ov Override, inProfile bool, current string, published []EnvVar) (string, string) {
-	var pub *EnvVar
+func followProfileStaleness(ov Override, inProfile bool, current string, published []facts.EnvVar) (string, string) {
+	var pub *facts.EnvVar
 	for i := range published {
 		if published[i].Name == ov.Name {
 			pub = &published[i]

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/tcpxogen/tcpxogen/internal/facts"
 )
 
 // Releases is Google's published GPUDirect-TCPXO release data.
@@ -52,18 +54,12 @@ const (
 	SourceManifests    = "manifests"
 )
 
-// EnvVar is one NCCL environment variable.
-type EnvVar struct {
-	Name  string `yaml:"name"`
-	Value string `yaml:"value"`
-}
-
 // NCCLConfig is the environment published for one installer version.
 type NCCLConfig struct {
 	Installer string `yaml:"installer"`
 	// Source says where Env was transcribed from, and whether that was first-hand.
-	Source string   `yaml:"source"`
-	Env    []EnvVar `yaml:"env"`
+	Source string         `yaml:"source"`
+	Env    []facts.EnvVar `yaml:"env"`
 }
 
 // PairFor returns the published pair whose installer tag is exactly

@@ -3,9 +3,7 @@ package runtimes
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"os"
-	"slices"
 	"strings"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -17,6 +15,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 )
 
@@ -28,8 +27,8 @@ const FrameworkLabel = "trainer.kubeflow.org/framework"
 
 // Profiles a runtime can ship, by name.
 const (
-	ProfileDefault = "default"
-	ProfileSimple  = "simple"
+	ProfileDefault = facts.ProfileDefault
+	ProfileSimple  = facts.ProfileSimple
 )
 
 // Options are the cluster-specific inputs of the shipped runtime.
@@ -45,7 +44,7 @@ type Options struct {
 
 // Inputs are everything the builders read: the pins and the reviewed files.
 type Inputs struct {
-	Pins      Pins
+	Facts     facts.Facts
 	BOM       *bom.BOM
 	Releases  *bom.Releases
 	Overrides *bom.Overrides
@@ -63,7 +62,7 @@ func LoadInputs(root string) (*Inputs, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Inputs{Pins: GeneratedPins(), BOM: b, Releases: r, Overrides: o}, nil
+	return &Inputs{Facts: GeneratedFacts(), BOM: b, Releases: r, Overrides: o}, nil
 }
 
 // Shipped builds torch-distributed-tcpxo as the goldens carry it (example
@@ -88,17 +87,17 @@ func Shipped() (*trainer.ClusterTrainingRuntime, error) {
 // WorkerEnv is the shipped worker env: the named generated profile with the
 // reviewed overrides applied.
 func (in *Inputs) WorkerEnv(profile string) ([]corev1.EnvVar, error) {
-	prof, ok := in.Pins.Profiles[profile]
+	prof, ok := in.Facts.Profile(profile)
 	if !ok {
-		return nil, fmt.Errorf("profile %q is not one of %s", profile, strings.Join(slices.Sorted(maps.Keys(in.Pins.Profiles)), ", "))
+		return nil, fmt.Errorf("profile %q is not one of %s", profile, strings.Join(facts.Profiles, ", "))
 	}
-	var published []bom.EnvVar
-	if cfg, ok := in.Releases.ConfigFor(in.Pins.PluginVersion); ok {
+	var published []facts.EnvVar
+	if cfg, ok := in.Releases.ConfigFor(in.Facts.PluginVersion); ok {
 		published = cfg.Env
 	}
-	env, err := in.Overrides.Apply(prof, in.Pins.Contextual, published)
+	env, err := in.Overrides.Apply(prof, in.Facts.Normalized, published)
 	if err != nil {
-		return nil, fmt.Errorf("apply reviewed overrides to the %s profile of installer %s: %w", profile, in.Pins.PluginVersion, err)
+		return nil, fmt.Errorf("apply reviewed overrides to the %s profile of installer %s: %w", profile, in.Facts.PluginVersion, err)
 	}
 	out := make([]corev1.EnvVar, len(env))
 	for i, v := range env {
@@ -144,7 +143,7 @@ func TorchRuntime(in *Inputs, opts Options) (*trainer.ClusterTrainingRuntime, er
 		Spec: corev1.PodSpec{
 			NodeSelector:   opts.NodeSelector,
 			Tolerations:    opts.Tolerations,
-			InitContainers: []corev1.Container{DaemonSidecar(in.Pins)},
+			InitContainers: []corev1.Container{DaemonSidecar(in.Facts)},
 			Containers:     []corev1.Container{node},
 			Volumes:        Volumes(),
 		},

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
+	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
 )
 
@@ -20,7 +21,7 @@ func TestReconstructionMatchesProfiles(t *testing.T) {
 	for _, version := range []string{"v1.0.15", "v1.0.14"} {
 		for _, tc := range []struct {
 			file                  string
-			profile               []tcpxo.EnvVar
+			profile               []facts.EnvVar
 			enforced, recommended int
 			mustEnforce           map[string]string // named by the facts
 		}{
@@ -48,7 +49,7 @@ func TestReconstructionMatchesProfiles(t *testing.T) {
 				count := map[guestconfig.Policy]int{}
 				for _, r := range rules {
 					count[r.Policy]++
-					i := slices.IndexFunc(tc.profile, func(v tcpxo.EnvVar) bool { return v.Name == r.Name })
+					i := slices.IndexFunc(tc.profile, func(v facts.EnvVar) bool { return v.Name == r.Name })
 					if i < 0 {
 						t.Errorf("line %d: %s is not exported by the profile", r.Line, r.Name)
 					} else if got := tc.profile[i].Value; got != r.Value {

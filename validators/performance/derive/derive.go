@@ -21,6 +21,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 )
@@ -84,7 +85,7 @@ type Params struct {
 // installer image: the image itself (Google's samples run nccl-tests from
 // it), its MPI build of all_reduce_perf and the port its sshd_config sets.
 // The caller fills Namespace and may override the rest.
-func ParamsFor(p runtimes.Pins) Params {
+func ParamsFor(p facts.Facts) Params {
 	return Params{Image: p.InstallerImage, AllReducePerf: p.AllReducePerfMPI, SSHPort: p.SSHDPort}
 }
 

@@ -40,7 +40,7 @@ func shipped(t testing.TB) *trainer.ClusterTrainingRuntime {
 // the image, binary and port come from the generated constants, as they do
 // for every real derivation.
 func testParams() Params {
-	p := ParamsFor(runtimes.GeneratedPins())
+	p := ParamsFor(runtimes.GeneratedFacts())
 	p.Namespace, p.Image = testNamespace, testImage
 	return p
 }

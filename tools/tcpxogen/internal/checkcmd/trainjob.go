@@ -128,7 +128,7 @@ func lintDoc(ctx context.Context, w io.Writer, rt *trainer.ClusterTrainingRuntim
 	if err != nil {
 		return nil, err
 	}
-	rules := runtimes.GeneratedPins().RulesFor(realize.WiringOf(tpl, runtimes.NodeContainer).NodeEnv)
+	rules := runtimes.RulesFor(runtimes.GeneratedFacts(), realize.WiringOf(tpl, runtimes.NodeContainer).NodeEnv)
 	v, err := realize.Lint(ctx, rt, d.job, rules)
 	if err != nil {
 		return nil, fmt.Errorf("realize against %s: %w", runtimes.RuntimeName, err)

@@ -21,11 +21,11 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/internal/fabric"
+	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/emit"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/extract"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/factpins"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/goldens"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/imagesource"
 	"github.com/tcpxogen/tcpxogen/validators/performance/derive"
@@ -225,7 +225,7 @@ func checkShippedEnv(_ context.Context, t *Tree) Result {
 	if r := need(files, t.GeneratedErr, t.OverridesErr, t.ReleasesErr); r != nil {
 		return *r
 	}
-	in := &runtimes.Inputs{Pins: factpins.FromFacts(t.Generated), Releases: t.Releases, Overrides: t.Overrides}
+	in := &runtimes.Inputs{Facts: *t.Generated, Releases: t.Releases, Overrides: t.Overrides}
 	want, err := in.WorkerEnv(runtimes.ProfileDefault)
 	if err != nil {
 		return fail(files, "delete or update the stale override in "+bom.OverridesRepoPath, "%v", err)
@@ -255,20 +255,20 @@ func checkKeepsFabric(_ context.Context, t *Tree) Result {
 	if r := need(files, t.GeneratedErr, t.OverridesErr, t.ReleasesErr); r != nil {
 		return *r
 	}
-	pins := factpins.FromFacts(t.Generated)
-	in := &runtimes.Inputs{Pins: pins, Releases: t.Releases, Overrides: t.Overrides}
+	in := &runtimes.Inputs{Facts: *t.Generated, Releases: t.Releases, Overrides: t.Overrides}
 	var fatal, warnings []string
 	enforced := 0
-	for _, profile := range slices.Sorted(maps.Keys(pins.Profiles)) {
+	for _, profile := range facts.Profiles {
 		shipped, err := in.WorkerEnv(profile)
 		if err != nil {
 			return fail(files, "delete or update the stale override in "+bom.OverridesRepoPath, "%v", err)
 		}
-		prof := make([]corev1.EnvVar, 0, len(pins.Profiles[profile]))
-		for _, v := range pins.Profiles[profile] {
+		vars, _ := t.Generated.Profile(profile)
+		prof := make([]corev1.EnvVar, 0, len(vars))
+		for _, v := range vars {
 			prof = append(prof, corev1.EnvVar{Name: v.Name, Value: v.Value})
 		}
-		rules := pins.GuestRules[profile]
+		rules := t.Generated.GuestRules(profile)
 		for _, r := range rules {
 			if r.Policy == guestconfig.Enforced {
 				enforced++
@@ -287,7 +287,7 @@ func checkKeepsFabric(_ context.Context, t *Tree) Result {
 		return fail(files, "remove or correct the override in "+bom.OverridesRepoPath+" (a reason cannot make a fabric-losing change safe), then "+regenerate,
 			"%s", strings.Join(fatal, "; "))
 	}
-	msg := fmt.Sprintf("%d profiles keep %d enforced guest-config rules and every fabric setting", len(pins.Profiles), enforced)
+	msg := fmt.Sprintf("%d profiles keep %d enforced guest-config rules and every fabric setting", len(facts.Profiles), enforced)
 	if len(warnings) > 0 {
 		msg += fmt.Sprintf("; %d warning(s): %s", len(warnings), strings.Join(warnings, ", "))
 	}
@@ -455,7 +455,7 @@ func checkReproducible(ctx context.Context, t *Tree) Result {
 	if !bytes.Equal(code, t.GeneratedRaw) {
 		return fail([]string{GeneratedFile}, "never edit generated code: "+regenerate, "%s differs from a fresh extraction of %s (hand-edited or stale)", GeneratedFile, spec.Raw)
 	}
-	in := &runtimes.Inputs{Pins: factpins.FromFacts(t.Generated), BOM: t.BOM, Releases: t.Releases, Overrides: t.Overrides}
+	in := &runtimes.Inputs{Facts: *t.Generated, BOM: t.BOM, Releases: t.Releases, Overrides: t.Overrides}
 	rendered, err := goldens.Render(t.Root, in)
 	if err != nil {
 		return fail(files, regenerate, "render goldens: %v", err)

@@ -17,7 +17,6 @@ import (
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/docgen"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/emit"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/extract"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/factpins"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/goldens"
 	"github.com/tcpxogen/tcpxogen/validators/performance/derive"
 )
@@ -200,7 +199,7 @@ func regenerateTree(t *testing.T, root string) error {
 	if err != nil {
 		return err
 	}
-	in.Pins = factpins.FromFacts(res.Facts)
+	in.Facts = *res.Facts
 	rendered, err := goldens.Render(root, in)
 	if err != nil {
 		return err

@@ -22,7 +22,6 @@ import (
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/coupling"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/emit"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/extract"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/factpins"
 	"github.com/tcpxogen/tcpxogen/validators/realize"
 	"github.com/tcpxogen/tcpxogen/validators/schema"
 )
@@ -123,7 +122,7 @@ func stepRender(_ context.Context, st *state) error {
 	if err != nil {
 		return err
 	}
-	in.Pins = factpins.FromFacts(st.res.Facts)
+	in.Facts = *st.res.Facts
 	st.in = in
 	if st.runtime, err = runtimes.TorchRuntime(in, runtimes.Options{Interfaces: runtimes.ExampleInterfaces()}); err != nil {
 		return err

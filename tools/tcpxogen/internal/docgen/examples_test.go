@@ -156,7 +156,7 @@ func realizeExample(obj map[string]any, shipped *trainer.ClusterTrainingRuntime)
 func rulesOf(rt client.Object) []guestconfig.Rule {
 	tpl, err := realize.RuntimePodTemplate(rt, runtimes.NodeContainer)
 	if err != nil {
-		return runtimes.GeneratedPins().GuestRules[runtimes.ProfileDefault]
+		return runtimes.GeneratedFacts().DefaultGuestRules
 	}
-	return runtimes.GeneratedPins().RulesFor(realize.WiringOf(tpl, runtimes.NodeContainer).NodeEnv)
+	return runtimes.RulesFor(runtimes.GeneratedFacts(), realize.WiringOf(tpl, runtimes.NodeContainer).NodeEnv)
 }

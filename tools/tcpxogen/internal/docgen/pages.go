@@ -84,7 +84,7 @@ func guidePage(root string, in *runtimes.Inputs) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows, err := runtimes.Reference(rt, in.Overrides, in.Pins.PluginVersion)
+	rows, err := runtimes.Reference(rt, in.Overrides, in.Facts.PluginVersion)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +95,7 @@ func guidePage(root string, in *runtimes.Inputs) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if doc, err = Splice(doc, "fabric-rules", FabricRules(fabric.Table(env, in.Pins.GuestRules[runtimes.ProfileDefault]))); err != nil {
+	if doc, err = Splice(doc, "fabric-rules", FabricRules(fabric.Table(env, in.Facts.DefaultGuestRules))); err != nil {
 		return nil, fmt.Errorf("%s: %w", GuideDoc, err)
 	}
 	custom, err := runtimes.Encode(runtimes.FormatYAML, nil, runtimes.Namespaced(rt, "team-a", "torch-tcpxo-team-a"))

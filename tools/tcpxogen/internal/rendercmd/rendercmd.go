@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/atomicfile"
@@ -53,7 +54,7 @@ func renderRuntime(_ context.Context, args []string, s cli.Streams) error {
 	values := fs.String("values", "", "YAML file with tcpxoInterfaces: [{interfaceName, network}, ...]")
 	selectors := fs.StringArray("node-selector", nil, "node selector key=value (repeatable; default cloud.google.com/gke-accelerator=nvidia-h100-mega-80gb)")
 	tolerations := fs.StringArray("toleration", nil, "toleration key[=value]:Effect (repeatable)")
-	worker := fs.String("worker-image", "", "worker image, pinned by digest (default: the BOM's worker image); it must be built for the installer's CUDA major, "+cudaNote(runtimes.GeneratedPins()))
+	worker := fs.String("worker-image", "", "worker image, pinned by digest (default: the BOM's worker image); it must be built for the installer's CUDA major, "+cudaNote(runtimes.GeneratedFacts()))
 	profile := fs.String("profile", runtimes.ProfileDefault, "NCCL profile: default or simple")
 	format := fs.StringP("output", "o", "yaml", "output format: yaml or json")
 	if err := cli.Parse(fs, args); err != nil {
@@ -75,7 +76,7 @@ func renderRuntime(_ context.Context, args []string, s cli.Streams) error {
 	if *worker != "" {
 		// render does not pull the image, so it cannot check; it says what
 		// the image must be, because a mismatch fails only on the node.
-		fmt.Fprintf(s.Err, "render: --worker-image %s must be built for CUDA %s\n", *worker, cudaNote(in.Pins))
+		fmt.Fprintf(s.Err, "render: --worker-image %s must be built for CUDA %s\n", *worker, cudaNote(in.Facts))
 	}
 	return write(s, runtimes.Format(*format), nil, rt)
 }
@@ -218,7 +219,7 @@ func parseTolerations(in []string) ([]corev1.Toleration, error) {
 }
 
 // cudaNote names the CUDA major a worker image needs and why.
-func cudaNote(p runtimes.Pins) string {
+func cudaNote(p facts.Facts) string {
 	major, _, _ := strings.Cut(p.CUDAVersion, ".")
 	return fmt.Sprintf("%s (installer %s is built on CUDA %s and its NCCL plugin loads libcudart.so.%s from the worker image)", major, p.PluginVersion, p.CUDAVersion, major)
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/emit"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/factpins"
 )
 
 // GeneratedFile is the committed generated code the facts are read from,
@@ -41,7 +40,7 @@ func LoadInputs(root string) (Inputs, error) {
 	if err != nil {
 		return Inputs{}, err
 	}
-	rin.Pins = factpins.FromFacts(f)
+	rin.Facts = *f
 	// Which images a runtime pulls does not depend on the cluster's network
 	// names, so the example mapping the goldens use stands in for them.
 	rt, err := runtimes.TorchRuntime(rin, runtimes.Options{Interfaces: runtimes.ExampleInterfaces()})

@@ -138,14 +138,14 @@ func (v *validation) benchmark(ctx context.Context, cl *Clients, s cli.Streams) 
 	rc := report.Context{
 		RuntimeSource:  string(prov.RuntimeSource),
 		TrainerAction:  string(prov.TrainerAction),
-		PluginVersion:  v.in.Pins.PluginVersion,
-		NCCLVersion:    v.in.Pins.NCCLVersion,
+		PluginVersion:  v.in.Facts.PluginVersion,
+		NCCLVersion:    v.in.Facts.NCCLVersion,
 		TrainerVersion: v.in.BOM.Trainer.Version,
 		Recipe:         v.opts.recipe,
 		Start:          start.UnixMilli(),
 		Stop:           time.Now().UnixMilli(),
 	}
-	o, judgeErr := judge(log, v.floor, v.in.Pins.PluginVersion, rc)
+	o, judgeErr := judge(log, v.floor, v.in.Facts.PluginVersion, rc)
 	if o == nil {
 		return errors.Join(waitErr, judgeErr)
 	}
@@ -264,7 +264,7 @@ func workersWired(ctx context.Context, kube kubernetes.Interface, ns, trainJob s
 	if err != nil {
 		return err
 	}
-	return podcheck.Check(pods.Items, tpl, runtimes.GeneratedPins().RulesFor(realize.WiringOf(tpl, constants.Node).NodeEnv))
+	return podcheck.Check(pods.Items, tpl, runtimes.RulesFor(runtimes.GeneratedFacts(), realize.WiringOf(tpl, constants.Node).NodeEnv))
 }
 
 // launcherLog opens the log of the TrainJob's launcher pod.

@@ -168,7 +168,7 @@ func prepare(o options) (*validation, error) {
 	}
 	// The benchmark runs from the pinned installer image, as Google's own
 	// nccl-tests samples do; --benchmark-image replaces only the image.
-	params := derive.ParamsFor(in.Pins)
+	params := derive.ParamsFor(in.Facts)
 	params.Namespace, params.Name, params.NumNodes = o.namespace, "nccl-tests-tcpxo-"+runID, int32(o.nodes)
 	if o.image != "" {
 		params.Image = o.image

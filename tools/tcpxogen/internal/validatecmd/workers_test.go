@@ -35,7 +35,7 @@ func TestWorkersWired(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bench, err := derive.Derive(shipped, withNamespace(derive.ParamsFor(runtimes.GeneratedPins()), "default"))
+	bench, err := derive.Derive(shipped, withNamespace(derive.ParamsFor(runtimes.GeneratedFacts()), "default"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,50 @@
 // Package facts is the record of what extraction learned from the pinned
-// installer image: the data every emitter and check consumes. Keeping it a
-// plain value type lets emitters be tested without an image.
+// images: the one type the extractor fills, the emitter writes, the
+// generated package returns (tcpxo.Facts) and the builders and checks
+// consume. Keeping it a plain value type lets emitters be tested without an
+// image. It must never import generated/: the extractor links it.
 package facts
 
-// EnvVar is one exported variable of an NCCL env profile, in export order.
+import "github.com/tcpxogen/tcpxogen/internal/guestconfig"
+
+// EnvVar is one environment variable: of an NCCL env profile, in export
+// order, or of the release table (bom/releases.yaml).
 type EnvVar struct {
-	Name  string
-	Value string
+	Name  string `yaml:"name"`
+	Value string `yaml:"value"`
+}
+
+// The installer's two NCCL env profiles, by the names the runtime's
+// --profile flag takes.
+const (
+	ProfileDefault = "default"
+	ProfileSimple  = "simple"
+)
+
+// Profiles are the profile names, in the order they are checked.
+var Profiles = []string{ProfileDefault, ProfileSimple}
+
+// Profile returns the variables the named profile exports, in order.
+func (f *Facts) Profile(name string) ([]EnvVar, bool) {
+	switch name {
+	case ProfileDefault:
+		return f.DefaultProfile, true
+	case ProfileSimple:
+		return f.SimpleProfile, true
+	}
+	return nil, false
+}
+
+// GuestRules returns the guest config checker rules the named profile
+// points the checker at.
+func (f *Facts) GuestRules(name string) []guestconfig.Rule {
+	switch name {
+	case ProfileDefault:
+		return f.DefaultGuestRules
+	case ProfileSimple:
+		return f.SimpleGuestRules
+	}
+	return nil
 }
 
 // Facts is everything tcpxogen pins about one installer version.
@@ -29,8 +67,8 @@ type Facts struct {
 	// rules for each profile, from the files the profiles point the checker
 	// at, in file order. At NCCL init the plugin aborts or hangs a workload
 	// that breaks an enforced rule.
-	DefaultGuestRules []GuestRule
-	SimpleGuestRules  []GuestRule
+	DefaultGuestRules []guestconfig.Rule
+	SimpleGuestRules  []guestconfig.Rule
 
 	// PluginFiles are the entries of /plugins seen in the layers read.
 	// PluginFilesComplete says whether the scan proved the list complete
@@ -79,13 +117,6 @@ type ImageProvenance struct {
 	Read        string
 	Digest      string
 	Substituted bool
-}
-
-// GuestRule is one env_var rule of a guest config checker file.
-type GuestRule struct {
-	Name   string
-	Value  string
-	Policy string // POLICY_ENFORCED or POLICY_RECOMMENDED
 }
 
 // Provenance says where the facts came from.
