@@ -109,7 +109,9 @@ func (w *walker) walk(n, key *yaml.Node, t reflect.Type, path string) {
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
 		return // absent: the reader's semantic checks say whether it is required
 	}
-	wrong := func() { w.found = append(w.found, Finding{Kind: WrongKind, Path: path, Line: n.Line, Node: n, Want: t}) }
+	wrong := func() {
+		w.found = append(w.found, Finding{Kind: WrongKind, Path: path, Line: n.Line, Node: n, Want: t})
+	}
 	switch t.Kind() {
 	case reflect.Struct:
 		if n.Kind != yaml.MappingNode {
