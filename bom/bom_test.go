@@ -248,9 +248,9 @@ func TestParseReportsEveryProblemInFileOrder(t *testing.T) {
 	}
 	var got []string
 	for _, fe := range fieldErrors(t, err) {
-		got = append(got, fe.Field)
+		got = append(got, fe.Path)
 		if fe.Line == 0 {
-			t.Errorf("%s: no line", fe.Field)
+			t.Errorf("%s: no line", fe.Path)
 		}
 	}
 	want := []string{"images.daemon.reference", "images.pause.version", "jobset.moduleVersion"}
@@ -270,7 +270,7 @@ func TestParseStructuralErrorsAreAllReported(t *testing.T) {
 	}
 	var got []string
 	for _, fe := range fieldErrors(t, err) {
-		got = append(got, fe.Field)
+		got = append(got, fe.Path)
 	}
 	if want := []string{"images.daemon.tag", "extra"}; !slices.Equal(got, want) {
 		t.Errorf("fields = %v, want %v", got, want)

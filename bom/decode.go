@@ -226,7 +226,7 @@ var kindFixes = map[reflect.Kind]struct{ want, fix string }{
 
 // structuralError words a structural problem the walk found.
 func structuralError(file string, f yamlstrict.Finding) *FieldError {
-	fe := &FieldError{File: file, Line: f.Line, Field: f.Path}
+	fe := &FieldError{File: file, Line: f.Line, Path: f.Path}
 	switch f.Kind {
 	case yamlstrict.UnknownKey:
 		parent := yamlstrict.ParentPath(f.Path)

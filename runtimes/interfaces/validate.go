@@ -150,7 +150,7 @@ type entry struct {
 func validate(entries []entry, f form, listLine int) (Mapping, []*Error) {
 	var errs []*Error
 	add := func(line int, subject, problem, fix string) {
-		errs = append(errs, &Error{Line: line, Entry: subject, Problem: problem, Fix: fix})
+		errs = append(errs, &Error{Line: line, Path: subject, Problem: problem, Fix: fix})
 	}
 
 	var uses [numGPUNICs][]int // indices into entries, per GPU NIC

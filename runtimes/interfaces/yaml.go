@@ -48,11 +48,11 @@ var yamlShape = yamlKey + ": followed by eight entries, " +
 func ParseYAML(data []byte) (m Mapping, err error) {
 	// Input must never crash the tool, even through a yaml.v3 bug.
 	defer yamlstrict.Recover(func(problem string) {
-		m, err = Mapping{}, &Error{Entry: "the document", Problem: problem,
+		m, err = Mapping{}, &Error{Path: "the document", Problem: problem,
 			Fix: "check that this is the mapping document you meant to load; it should be " + yamlShape}
 	})
 	if len(data) > maxYAMLSize {
-		return Mapping{}, &Error{Entry: "the document",
+		return Mapping{}, &Error{Path: "the document",
 			Problem: fmt.Sprintf("is %d bytes, over the %d-byte limit for a mapping document", len(data), maxYAMLSize),
 			Fix:     "check the path: the document should be " + yamlShape}
 	}
@@ -63,7 +63,7 @@ func ParseYAML(data []byte) (m Mapping, err error) {
 	case errors.Is(err, yamlstrict.ErrNoDocument):
 		return Mapping{}, emptyDocument(0)
 	case errors.As(err, &second):
-		return Mapping{}, &Error{Line: second.Line, Entry: "a second YAML document", Problem: "starts here",
+		return Mapping{}, &Error{Line: second.Line, Path: "a second YAML document", Problem: "starts here",
 			Fix: "keep exactly one document: remove the '---' separator and what follows it"}
 	case err != nil:
 		return Mapping{}, syntaxError(data, err)
@@ -84,7 +84,7 @@ func ParseYAML(data []byte) (m Mapping, err error) {
 		if root.Kind == yaml.SequenceNode {
 			fix = "put the list under the key " + yamlKey + ":"
 		}
-		return Mapping{}, &Error{Line: root.Line, Entry: "the document",
+		return Mapping{}, &Error{Line: root.Line, Path: "the document",
 			Problem: "is " + kindWord(root) + ", not a mapping with the key " + yamlKey, Fix: fix}
 	}
 
@@ -92,7 +92,7 @@ func ParseYAML(data []byte) (m Mapping, err error) {
 	fields := r.fields(root, "", documentFields)
 	list, ok := fields[yamlKey]
 	if !ok {
-		r.errs = append(r.errs, &Error{Line: root.Line, Entry: yamlKey,
+		r.errs = append(r.errs, &Error{Line: root.Line, Path: yamlKey,
 			Problem: "is missing; a GPU NIC to GKE Network mapping is required, and there is no default, because the Network names differ per cluster",
 			Fix:     "add " + yamlShape + ", naming this cluster's Device-type GKE Networks (`kubectl get networks` lists them)",
 			Err:     ErrNoMapping})
@@ -101,13 +101,13 @@ func ParseYAML(data []byte) (m Mapping, err error) {
 	seq := deref(list.value)
 	switch {
 	case seq.ShortTag() == "!!null" || seq.Kind == yaml.SequenceNode && len(seq.Content) == 0:
-		r.errs = append(r.errs, &Error{Line: list.key.Line, Entry: yamlKey,
+		r.errs = append(r.errs, &Error{Line: list.key.Line, Path: yamlKey,
 			Problem: "is empty; a GPU NIC to GKE Network mapping is required, and there is no default",
 			Fix:     "list eight entries, " + listForm.binding("eth1", "<network>") + " through " + listForm.binding("eth8", "<network>") + ", naming this cluster's Device-type GKE Networks (`kubectl get networks` lists them)",
 			Err:     ErrNoMapping})
 		return Mapping{}, r.result()
 	case seq.Kind != yaml.SequenceNode:
-		r.errs = append(r.errs, &Error{Line: seq.Line, Entry: yamlKey,
+		r.errs = append(r.errs, &Error{Line: seq.Line, Path: yamlKey,
 			Problem: "must be a list, not " + kindWord(seq),
 			Fix:     "write one entry per GPU NIC, each on its own line starting with '- ', e.g. - " + listForm.binding("eth1", "<network>")})
 		return Mapping{}, r.result()
@@ -133,7 +133,7 @@ type yamlReader struct {
 }
 
 func (r *yamlReader) add(line int, entry, problem, fix string) {
-	r.errs = append(r.errs, &Error{Line: line, Entry: entry, Problem: problem, Fix: fix})
+	r.errs = append(r.errs, &Error{Line: line, Path: entry, Problem: problem, Fix: fix})
 }
 
 // result orders the problems by line, keeping the order they were found in
@@ -263,7 +263,7 @@ func deref(n *yaml.Node) *yaml.Node {
 func kindWord(n *yaml.Node) string { return yamlstrict.KindWord(n, "a string", show) }
 
 func emptyDocument(line int) error {
-	return &Error{Line: line, Entry: "the document",
+	return &Error{Line: line, Path: "the document",
 		Problem: "holds no data; a GPU NIC to GKE Network mapping is required, and there is no default, because the Network names differ per cluster",
 		Fix:     "write " + yamlShape + ", naming this cluster's Device-type GKE Networks (`kubectl get networks` lists them)",
 		Err:     ErrNoMapping}
@@ -273,6 +273,6 @@ func emptyDocument(line int) error {
 // line it is really on (yaml.v3's own number can be a line early).
 func syntaxError(data []byte, err error) error {
 	line, msg := yamlstrict.LocateSyntaxError(data, err, yamlstrict.ParseAll)
-	return &Error{Line: line, Entry: "the document", Problem: "is not valid YAML (" + msg + ")",
+	return &Error{Line: line, Path: "the document", Problem: "is not valid YAML (" + msg + ")",
 		Fix: yamlstrict.SyntaxHints.Fix(msg, "fix the YAML syntax; the document should be "+yamlShape), Err: err}
 }

@@ -382,13 +382,15 @@ func TestParseRejects(t *testing.T) {
 			}
 			prefix += ": "
 			if tc.path != "" {
-				prefix += tc.path + ": "
+				prefix += tc.path + " "
 			}
 			if msg := found.Error(); !strings.HasPrefix(msg, prefix) || !strings.HasSuffix(msg, ": "+found.Fix) {
 				t.Errorf("message %q does not read %q<problem>: <fix>", msg, prefix)
 			}
+			// The recipe's error and the interfaces package's are one type:
+			// the cause is the interfaces package's when it is one too.
 			var ie *interfaces.Error
-			if got := errors.As(found, &ie); got != tc.wantInterfaces {
+			if got := errors.As(found.Err, &ie); got != tc.wantInterfaces {
 				t.Errorf("cause is an *interfaces.Error: %v, want %v", got, tc.wantInterfaces)
 			}
 		})

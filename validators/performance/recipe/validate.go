@@ -298,7 +298,7 @@ func checkGKE(d *decoder, r *Recipe, path string) {
 		}
 		at := locateBinding(ie, bs, listPath, claimed)
 		claimed[at] = true
-		e := d.add(at, rebase(strings.TrimSpace(ie.Entry+" "+ie.Problem), listPath), rebase(ie.Fix, listPath))
+		e := d.add(at, rebase(strings.TrimSpace(ie.Path+" "+ie.Problem), listPath), rebase(ie.Fix, listPath))
 		e.Err = ie
 	}
 }
@@ -352,7 +352,7 @@ func locateBinding(ie *interfaces.Error, bs []interfaces.Binding, listPath strin
 		}
 		return p
 	}
-	switch m, refs := bindingRef.FindStringSubmatch(ie.Entry), bindingRef.FindAllStringSubmatch(ie.Problem, -1); {
+	switch m, refs := bindingRef.FindStringSubmatch(ie.Path), bindingRef.FindAllStringSubmatch(ie.Problem, -1); {
 	case m != nil:
 		if idx, err := strconv.Atoi(m[1]); err == nil && idx < len(bs) {
 			return at(idx)
@@ -361,10 +361,10 @@ func locateBinding(ie *interfaces.Error, bs []interfaces.Binding, listPath strin
 		if idx, err := strconv.Atoi(refs[1][1]); err == nil && idx < len(bs) {
 			return at(idx)
 		}
-	case ie.Entry != "":
+	case ie.Path != "":
 		first := -1
 		for i, b := range bs {
-			if ie.Entry != b.Interface && ie.Entry != strconv.Quote(b.Interface) {
+			if ie.Path != b.Interface && ie.Path != strconv.Quote(b.Interface) {
 				continue
 			}
 			if !claimed[at(i)] {
