@@ -16,6 +16,13 @@ import (
 	"github.com/tcpxogen/tcpxogen/validators/performance/busbw"
 )
 
+// File and ChartFile are the names of the report and the chart in an output
+// directory, for every command that writes them (nccl-report, validate).
+const (
+	File      = "nccl-report.ctrf.json"
+	ChartFile = "nccl-busbw.svg"
+)
+
 // Context is what the log cannot say about itself: where the benchmarked
 // runtime came from, what the validator did to the trainer, and the versions
 // of record.

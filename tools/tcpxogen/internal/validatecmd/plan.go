@@ -18,13 +18,13 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/perfcmd"
 	"github.com/tcpxogen/tcpxogen/validators/performance/agreement"
 	"github.com/tcpxogen/tcpxogen/validators/performance/busbw"
 	"github.com/tcpxogen/tcpxogen/validators/performance/derive"
 	"github.com/tcpxogen/tcpxogen/validators/performance/lifecycle"
 	"github.com/tcpxogen/tcpxogen/validators/performance/pool"
 	"github.com/tcpxogen/tcpxogen/validators/performance/recipe"
+	"github.com/tcpxogen/tcpxogen/validators/performance/report"
 	"github.com/tcpxogen/tcpxogen/validators/schema"
 )
 
@@ -301,7 +301,7 @@ func (v *validation) planBenchmark(source *trainer.ClusterTrainingRuntime) {
 		"  would delete afterwards, whatever the outcome: "+afterwards,
 		fmt.Sprintf("  floor: %s %s GB/s (recipe); passes at >= %s GB/s (%g × declared)", recipe.ConstraintAllReduceBW, floorText(v), busbw.FormatGBps(v.floor.Threshold()), busbw.PassFraction),
 		"  runtimeSource: "+v.runtimeSourceText(),
-		fmt.Sprintf("  report: %s, %s and %s in %s", perfcmd.ReportFile, perfcmd.ChartFile, LogFile, v.opts.out),
+		fmt.Sprintf("  report: %s, %s and %s in %s", report.File, report.ChartFile, LogFile, v.opts.out),
 	)
 }
 

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/atomicfile"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/perfcmd"
 	"github.com/tcpxogen/tcpxogen/validators/performance/busbw"
 	"github.com/tcpxogen/tcpxogen/validators/performance/report"
 )
@@ -66,14 +65,14 @@ func judge(r io.Reader, floor busbw.Floor, pluginVersion string, rc report.Conte
 func (o *outcome) write(dir string) ([]string, error) {
 	set := atomicfile.Set{filepath.Join(dir, LogFile): o.raw}
 	if o.ctrf != nil && o.chart != nil {
-		set[filepath.Join(dir, perfcmd.ReportFile)] = o.ctrf
-		set[filepath.Join(dir, perfcmd.ChartFile)] = o.chart
+		set[filepath.Join(dir, report.File)] = o.ctrf
+		set[filepath.Join(dir, report.ChartFile)] = o.chart
 	}
 	if _, err := set.Commit(0o644); err != nil {
 		return nil, fmt.Errorf("writing the results to %s: %w", dir, err)
 	}
 	paths := make([]string, 0, len(set))
-	for _, name := range []string{perfcmd.ReportFile, perfcmd.ChartFile, LogFile} {
+	for _, name := range []string{report.File, report.ChartFile, LogFile} {
 		if _, ok := set[filepath.Join(dir, name)]; ok {
 			paths = append(paths, filepath.Join(dir, name))
 		}

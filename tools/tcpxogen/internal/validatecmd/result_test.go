@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/perfcmd"
 	"github.com/tcpxogen/tcpxogen/validators/performance/busbw"
 	"github.com/tcpxogen/tcpxogen/validators/performance/report"
 )
@@ -52,7 +51,7 @@ func TestJudgeHealthyLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{filepath.Join(dir, perfcmd.ReportFile), filepath.Join(dir, perfcmd.ChartFile), filepath.Join(dir, LogFile)}
+	want := []string{filepath.Join(dir, report.File), filepath.Join(dir, report.ChartFile), filepath.Join(dir, LogFile)}
 	if strings.Join(paths, " ") != strings.Join(want, " ") {
 		t.Errorf("wrote %v, want %v", paths, want)
 	}

@@ -1,4 +1,4 @@
-package perfcmd
+package ncclreportcmd
 
 import (
 	"bytes"

@@ -1,10 +1,10 @@
-// Package perfcmd implements `tcpxogen nccl-report`: judge a captured
+// Package ncclreportcmd implements `tcpxogen nccl-report`: judge a captured
 // nccl-tests all_reduce_perf log offline against a bandwidth floor and the
 // pinned plugin version, and write the CTRF report and the busbw chart.
 //
 // It links the generated constants (the default plugin version), so, like
 // rendercmd, it is kept apart from extract.
-package perfcmd
+package ncclreportcmd
 
 import (
 	"context"
@@ -21,10 +21,11 @@ import (
 	"github.com/tcpxogen/tcpxogen/validators/performance/report"
 )
 
-// Output file names inside --out.
+// Output file names inside --out: the report package's, which validate
+// writes too.
 const (
-	ReportFile = "nccl-report.ctrf.json"
-	ChartFile  = "nccl-busbw.svg"
+	ReportFile = report.File
+	ChartFile  = report.ChartFile
 )
 
 // DefaultFloor is the declared H100 GKE floor for nccl-all-reduce-bw (GB/s).
