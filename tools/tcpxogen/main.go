@@ -19,6 +19,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/checkcmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/democmd"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/extractcmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/ncclreportcmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/rendercmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/sbomcmd"
@@ -26,7 +27,7 @@ import (
 )
 
 func main() {
-	cmds := cli.Extract()
+	cmds := extractcmd.Commands()
 	maps.Copy(cmds, rendercmd.Commands())
 	maps.Copy(cmds, checkcmd.Commands())
 	maps.Copy(cmds, sbomcmd.Commands())

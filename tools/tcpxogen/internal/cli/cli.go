@@ -1,5 +1,7 @@
-// Package cli implements tcpxogen's subcommands. Each is a function of its
-// arguments and streams, so tests drive the real command in-process.
+// Package cli is the framework of tcpxogen's subcommands: dispatch, flags,
+// exit codes and the flags' shared defaults. Each subcommand lives in its own
+// package (extractcmd, rendercmd, ...) as a function of its arguments and
+// streams, so tests drive the real command in-process.
 package cli
 
 import (
@@ -8,10 +10,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
+
+	"github.com/tcpxogen/tcpxogen/bom"
 )
 
 // Exit codes: the contract scripts and the Makefile rely on.
@@ -35,13 +40,6 @@ type Command struct {
 
 // Commands maps subcommand names to implementations.
 type Commands map[string]Command
-
-// Extract is the command set that links nothing compiled against
-// generated/: it must keep working when the generated file is missing or
-// hand-broken, because it is what regenerates it.
-func Extract() Commands {
-	return Commands{"extract": {"read the pinned installer image and emit generated/tcpxo", runExtract}}
-}
 
 // Main runs one subcommand of commands and returns the process exit code.
 func Main(ctx context.Context, args []string, s Streams, commands Commands) int {
@@ -129,8 +127,31 @@ func ParseArgs(fs *pflag.FlagSet, args []string, n int, what string) error {
 	return BadInput("want %s, got %d argument(s)", what, fs.NArg())
 }
 
-// isTerminal reports whether w is a terminal; progress is only for humans.
-func isTerminal(w io.Writer) bool {
+// IsTerminal reports whether w is a terminal; progress is only for humans.
+func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// RepoRoot resolves --root: the flag if given, else the enclosing checkout.
+func RepoRoot(flag string) (string, error) {
+	if flag != "" {
+		return filepath.Abs(flag)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	return bom.FindRoot(wd)
+}
+
+// DefaultCacheDir honours TCPXOGEN_CACHE_DIR, then the user cache directory.
+func DefaultCacheDir() string {
+	if d := os.Getenv("TCPXOGEN_CACHE_DIR"); d != "" {
+		return d
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "tcpxogen")
+	}
+	return ""
 }

@@ -1,4 +1,4 @@
-package cli
+package extractcmd
 
 import (
 	"archive/tar"
@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/extract"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/reconstruction"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/registrytest"
@@ -100,7 +101,7 @@ func writeFile(t *testing.T, p, body string) {
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var o, e bytes.Buffer
-	code = Main(context.Background(), args, Streams{Out: &o, Err: &e}, Extract())
+	code = cli.Main(context.Background(), args, cli.Streams{Out: &o, Err: &e}, Commands())
 	return code, o.String(), e.String()
 }
 
@@ -131,7 +132,7 @@ func snapshot(t *testing.T, root string, skip string) map[string]string {
 func TestExtractTestdataWritesAndReuses(t *testing.T) {
 	root := scratchRoot(t)
 	code, _, stderr := runCLI(t, "extract", "--root", root, "--source", "testdata", "--cache-dir", "")
-	if code != ExitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	gen := filepath.Join(root, "generated/tcpxo", GeneratedFile)
@@ -156,7 +157,7 @@ func TestExtractTestdataWritesAndReuses(t *testing.T) {
 	}
 	// Without --source the recorded source is reused and output is identical.
 	code, _, stderr = runCLI(t, "extract", "--root", root, "--cache-dir", "")
-	if code != ExitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("re-run exit %d: %s", code, stderr)
 	}
 	second, _ := os.ReadFile(gen)
@@ -179,12 +180,12 @@ func TestExtractUsageErrors(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			code, stdout, stderr := runCLI(t, args...)
-			if code != ExitUsage || stdout != "" || stderr == "" {
+			if code != cli.ExitUsage || stdout != "" || stderr == "" {
 				t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2 with an error on stderr", code, stdout, stderr)
 			}
 		})
 	}
-	if code, _, _ := runCLI(t, "extract", "--help"); code != ExitOK {
+	if code, _, _ := runCLI(t, "extract", "--help"); code != cli.ExitOK {
 		t.Errorf("--help exit %d", code)
 	}
 }
@@ -320,7 +321,7 @@ func TestExtractRefusesHostileImages(t *testing.T) {
 
 			args := append([]string{"extract", "--root", root, "--source", "oci-layout:layout", "--daemon-source", "testdata", "--cache-dir", filepath.Join(outside, "cache")}, hc.args...)
 			code, stdout, stderr := runCLI(t, args...)
-			if code != ExitFailure {
+			if code != cli.ExitFailure {
 				t.Fatalf("exit %d, want 1; stderr: %s", code, stderr)
 			}
 			if stdout != "" || !strings.Contains(stderr, hc.want) {
@@ -372,7 +373,7 @@ func TestExtractRegistryCorruptBlob(t *testing.T) {
 	root := scratchRoot(t)
 	cache := t.TempDir()
 	code, _, stderr := runCLI(t, "extract", "--root", root, "--source", ref, "--daemon-source", "testdata", "--cache-dir", cache)
-	if code != ExitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("intact image: exit %d: %s", code, stderr)
 	}
 	gen := filepath.Join(root, "generated/tcpxo", GeneratedFile)
@@ -389,7 +390,7 @@ func TestExtractRegistryCorruptBlob(t *testing.T) {
 	before := snapshot(t, root2, "")
 	cache2 := t.TempDir()
 	code, _, stderr = runCLI(t, "extract", "--root", root2, "--source", ref, "--daemon-source", "testdata", "--cache-dir", cache2)
-	if code != ExitFailure || !strings.Contains(stderr, top.Hex[:12]) {
+	if code != cli.ExitFailure || !strings.Contains(stderr, top.Hex[:12]) {
 		t.Fatalf("corrupt blob: exit %d, stderr %q; want exit 1 naming the layer", code, stderr)
 	}
 	assertSame(t, before, snapshot(t, root2, ""), "repository")

@@ -1,14 +1,17 @@
-package cli
+// Package extractcmd implements `tcpxogen extract`. It links nothing
+// compiled against generated/: it must keep working when the generated file
+// is missing or hand-broken, because it is what regenerates it.
+package extractcmd
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/atomicfile"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/emit"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/extract"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/imagefs"
@@ -17,43 +20,48 @@ import (
 // GeneratedFile is the emitted file's name inside --out.
 const GeneratedFile = "zz_generated.go"
 
-func runExtract(ctx context.Context, args []string, s Streams) error {
-	fs := NewFlags("extract", "extract [--bom FILE] [--source registry|testdata|oci-layout:DIR|REGISTRY/REPO@sha256:DIGEST] [--out DIR]", s)
+// Commands returns the extract command.
+func Commands() cli.Commands {
+	return cli.Commands{"extract": {Summary: "read the pinned installer image and emit generated/tcpxo", Run: run}}
+}
+
+func run(ctx context.Context, args []string, s cli.Streams) error {
+	fs := cli.NewFlags("extract", "extract [--bom FILE] [--source registry|testdata|oci-layout:DIR|REGISTRY/REPO@sha256:DIGEST] [--out DIR]", s)
 	root := fs.String("root", "", "repository root (default: the directory holding tcpxogen's go.mod, found upwards from the working directory)")
 	bomPath := fs.String("bom", bom.RepoPath, "bill of materials, relative to --root")
 	releasesPath := fs.String("releases", bom.ReleasesRepoPath, "published release pairs, relative to --root")
 	source := fs.String("source", "", "where to read the installer image: registry (the pinned reference), testdata (the bundled reconstruction), oci-layout:DIR, or a substitute REGISTRY/REPO@sha256:DIGEST; default: the source recorded in the existing generated file")
 	daemonSource := fs.String("daemon-source", "", "where to read the tcpxo-daemon image, same forms as --source; default: the recorded daemon source, else testdata when --source is testdata, else registry")
 	out := fs.String("out", "generated/tcpxo", "output package directory, relative to --root")
-	cacheDir := fs.String("cache-dir", DefaultCacheDir(), "content-addressed blob cache (verified on read); empty disables it")
+	cacheDir := fs.String("cache-dir", cli.DefaultCacheDir(), "content-addressed blob cache (verified on read); empty disables it")
 	libDir := fs.String("lib-dir", extract.DefaultLibDir, "NCCL_LIB_DIR the profiles are evaluated with")
 	lim := imagefs.DefaultLimits()
 	fs.Int64Var(&lim.MaxCompressedBytes, "max-read-bytes", lim.MaxCompressedBytes, "most layer bytes one scan may fetch")
 	fs.Int64Var(&lim.MaxExpandedBytes, "max-expanded-bytes", lim.MaxExpandedBytes, "most uncompressed bytes one scan may process")
 	fs.Int64Var(&lim.MaxFileBytes, "max-file-bytes", lim.MaxFileBytes, "largest file content that may be extracted")
-	if err := Parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	r, err := RepoRoot(*root)
+	r, err := cli.RepoRoot(*root)
 	if err != nil {
-		return BadInput("%w", err)
+		return cli.BadInput("%w", err)
 	}
 	b, _, err := bom.LoadAll(filepath.Join(r, *bomPath), filepath.Join(r, *releasesPath))
 	if err != nil {
-		return BadInput("%w", err)
+		return cli.BadInput("%w", err)
 	}
 	outDir := filepath.Join(r, *out)
 	target := filepath.Join(outDir, GeneratedFile)
 	spec, err := sourceSpec(*source, target)
 	if err != nil {
-		return BadInput("%w", err)
+		return cli.BadInput("%w", err)
 	}
 	dspec, err := daemonSourceSpec(*daemonSource, target, spec)
 	if err != nil {
-		return BadInput("%w", err)
+		return cli.BadInput("%w", err)
 	}
 	cfg := extract.Config{Root: r, BOM: b, Source: spec, DaemonSource: dspec, CacheDir: *cacheDir, LibDir: *libDir, Limits: lim}
-	if isTerminal(s.Err) {
+	if cli.IsTerminal(s.Err) {
 		cfg.Progress = s.Err
 	}
 	res, err := extract.Run(ctx, cfg)
@@ -119,34 +127,11 @@ func substituted(b bool) string {
 	return "the pinned image"
 }
 
-// RepoRoot resolves --root: the flag if given, else the enclosing checkout.
-func RepoRoot(flag string) (string, error) {
-	if flag != "" {
-		return filepath.Abs(flag)
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	return bom.FindRoot(wd)
-}
-
 func rel(root, p string) string {
 	if r, err := filepath.Rel(root, p); err == nil {
 		return r
 	}
 	return p
-}
-
-// DefaultCacheDir honours TCPXOGEN_CACHE_DIR, then the user cache directory.
-func DefaultCacheDir() string {
-	if d := os.Getenv("TCPXOGEN_CACHE_DIR"); d != "" {
-		return d
-	}
-	if d, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(d, "tcpxogen")
-	}
-	return ""
 }
 
 // limitFlags maps imagefs limits to the flags that raise them, so a limit
