@@ -16,7 +16,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/atomicfile"
+	"github.com/tcpxogen/tcpxogen/internal/atomicfile"
 )
 
 // Bounds on what is buffered in memory, so hostile descriptors cannot make

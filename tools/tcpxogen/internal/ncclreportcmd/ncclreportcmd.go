@@ -15,7 +15,7 @@ import (
 	"strings"
 
 	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/atomicfile"
+	"github.com/tcpxogen/tcpxogen/internal/atomicfile"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 	"github.com/tcpxogen/tcpxogen/validators/performance/busbw"
 	"github.com/tcpxogen/tcpxogen/validators/performance/report"

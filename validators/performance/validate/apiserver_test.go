@@ -12,7 +12,7 @@
 //
 // Not with -trimpath: the server fixtures find their certificates through
 // runtime.Caller.
-package validatecmd
+package validate
 
 import (
 	"context"
@@ -32,7 +32,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/tcpxogen/tcpxogen/runtimes"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 	"github.com/tcpxogen/tcpxogen/validators/schema"
 )
 
@@ -107,7 +106,7 @@ func newServerCluster(t *testing.T, recipeName string, state trainerState, chang
 
 // connect hands the command clients whose requests to the server are
 // recorded.
-func (s *serverCluster) connect(t *testing.T) connectFunc {
+func (s *serverCluster) connect(t *testing.T) ConnectFunc {
 	return func(string, string) (*Clients, error) {
 		cfg := rest.CopyConfig(s.cfg)
 		cfg.Wrap(s.rec.wrap)
@@ -184,7 +183,7 @@ func TestDryRunPolicyTableOnAPIServer(t *testing.T) {
 		stderr []string
 	}{
 		{
-			recipe: declared, state: complete, code: cli.ExitOK,
+			recipe: declared, state: complete, code: exitOK,
 			stdout: []string{
 				"trainer lifecycle: use-declared\n",
 				"which the validator never tears down",
@@ -200,7 +199,7 @@ func TestDryRunPolicyTableOnAPIServer(t *testing.T) {
 			},
 		},
 		{
-			recipe: declared, state: missing, code: cli.ExitFailure,
+			recipe: declared, state: missing, code: exitFailure,
 			stdout: []string{
 				"trainer lifecycle: fail-declared-not-deployed\n",
 				"  remedy: Deploy Kubeflow Trainer as the recipe declares it",
@@ -218,7 +217,7 @@ func TestDryRunPolicyTableOnAPIServer(t *testing.T) {
 			},
 		},
 		{
-			recipe: declared, state: partial, code: cli.ExitFailure,
+			recipe: declared, state: partial, code: exitFailure,
 			stdout: []string{
 				"trainer lifecycle: fail-declared-not-deployed\n",
 				"  observed: the trainer is partial\n",
@@ -231,7 +230,7 @@ func TestDryRunPolicyTableOnAPIServer(t *testing.T) {
 			stderr: []string{"1. trainer lifecycle: fail-declared-not-deployed", "Deploy Kubeflow Trainer as the recipe declares it"},
 		},
 		{
-			recipe: undeclared, state: missing, code: cli.ExitOK, extra: []string{"--trainer-manifests", trainerManifests},
+			recipe: undeclared, state: missing, code: exitOK, extra: []string{"--trainer-manifests", trainerManifests},
 			stdout: []string{
 				"trainer lifecycle: install-and-tear-down\n",
 				"  would install 9 objects, in order (labelled tcpxogen.dev/install-id=",
@@ -251,7 +250,7 @@ func TestDryRunPolicyTableOnAPIServer(t *testing.T) {
 			},
 		},
 		{
-			recipe: undeclared, state: complete, code: cli.ExitOK,
+			recipe: undeclared, state: complete, code: exitOK,
 			stdout: []string{
 				"trainer lifecycle: reuse-stray\n",
 				"deliberately reuses that undeclared trainer and never tears it down",
@@ -263,7 +262,7 @@ func TestDryRunPolicyTableOnAPIServer(t *testing.T) {
 			},
 		},
 		{
-			recipe: undeclared, state: partial, code: cli.ExitFailure, extra: []string{"--trainer-manifests", trainerManifests},
+			recipe: undeclared, state: partial, code: exitFailure, extra: []string{"--trainer-manifests", trainerManifests},
 			stdout: []string{
 				"trainer lifecycle: fail-partial\n",
 				"  remedy: Complete the installation (and declare kubeflow-trainer in the recipe) or remove what is left of it",
@@ -283,10 +282,10 @@ func TestDryRunPolicyTableOnAPIServer(t *testing.T) {
 			}
 			contains(t, "plan", stdout, row.stdout...)
 			contains(t, "stderr", stderr, row.stderr...)
-			if row.code != cli.ExitOK && strings.Contains(stdout, "runtimeSource: shipped") {
+			if row.code != exitOK && strings.Contains(stdout, "runtimeSource: shipped") {
 				t.Error("a refused run still claims runtimeSource shipped")
 			}
-			if row.code == cli.ExitOK && stderr != "" {
+			if row.code == exitOK && stderr != "" {
 				t.Errorf("a sound plan printed to stderr:\n%s", stderr)
 			}
 		})
@@ -302,7 +301,7 @@ func TestDryRunAgreementOnAPIServer(t *testing.T) {
 		pod.Annotations[runtimes.AnnotationInterfaces] = strings.Replace(pod.Annotations[runtimes.AnnotationInterfaces], `"gpu-nic-5"`, `"gpu-nic-5b"`, 1)
 	})
 	code, stdout, stderr := s.dryRunUnchanged(t, declared)
-	if code != cli.ExitFailure {
+	if code != exitFailure {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	diff := `spec.template.spec.replicatedJobs[name=node].template.spec.template.metadata.annotations["networking.gke.io/interfaces"](JSON)[5].network: deployed "gpu-nic-5b" vs rendered "gpu-nic-5"`

@@ -1,4 +1,4 @@
-package validatecmd
+package validate
 
 import (
 	"context"
@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 	"github.com/tcpxogen/tcpxogen/validators/performance/lifecycle"
 )
 
@@ -57,23 +56,20 @@ func (c *Clients) cluster() lifecycle.Cluster {
 	return lifecycle.KubeCluster{CRDs: c.CRDs, Kube: c.Kube}
 }
 
-// connectFunc builds the clients from --kubeconfig and --context.
-type connectFunc func(kubeconfig, kubeContext string) (*Clients, error)
-
-// connect loads the client configuration the way kubectl does: the
+// Connect loads the client configuration the way kubectl does: the
 // --kubeconfig file if given, else $KUBECONFIG or ~/.kube/config, else the
 // pod's service account when running inside a cluster. Configuration
 // problems are bad input (exit 2): only the user can fix them.
-func connect(kubeconfig, kubeContext string) (*Clients, error) {
+func Connect(kubeconfig, kubeContext string) (*Clients, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext})
 	cfg, err := cc.ClientConfig()
 	switch {
 	case clientcmd.IsEmptyConfig(err):
-		return nil, cli.BadInput("no cluster to validate: no kubeconfig was found ($KUBECONFIG, ~/.kube/config) and this is not a pod with a service account; pass --kubeconfig FILE, set KUBECONFIG, or run inside the cluster")
+		return nil, badInput("no cluster to validate: no kubeconfig was found ($KUBECONFIG, ~/.kube/config) and this is not a pod with a service account; pass --kubeconfig FILE, set KUBECONFIG, or run inside the cluster")
 	case err != nil:
-		return nil, cli.BadInput("loading the cluster configuration: %w; check --kubeconfig (or KUBECONFIG) and --context", err)
+		return nil, badInput("loading the cluster configuration: %w; check --kubeconfig (or KUBECONFIG) and --context", err)
 	}
 	cfg.UserAgent = "tcpxogen-validate"
 	kube, err := kubernetes.NewForConfig(cfg)

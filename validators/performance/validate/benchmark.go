@@ -1,4 +1,4 @@
-package validatecmd
+package validate
 
 import (
 	"context"
@@ -22,7 +22,6 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/tcpxogen/tcpxogen/runtimes"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 	"github.com/tcpxogen/tcpxogen/validators/performance/agreement"
 	"github.com/tcpxogen/tcpxogen/validators/performance/derive"
 	"github.com/tcpxogen/tcpxogen/validators/performance/lifecycle"
@@ -49,11 +48,11 @@ const (
 // execute carries the plan out: lifecycle.Plan.Run installs the trainer when
 // the policy says so and tears it down afterwards, around the benchmark.
 // The whole run is bounded by --timeout.
-func (v *validation) execute(ctx context.Context, cl *Clients, s cli.Streams) error {
+func (v *validation) execute(ctx context.Context, cl *Clients, s streams) error {
 	if cl.Applier == nil {
 		return errors.New("no client to create the benchmark's objects with; this is a bug in tcpxogen")
 	}
-	ctx, cancel := context.WithTimeout(ctx, v.opts.timeout)
+	ctx, cancel := context.WithTimeout(ctx, v.opts.Timeout)
 	defer cancel()
 	plan := v.trainerPlan
 	plan.Events = func(e lifecycle.Event) { progress(s.Err, e.Step, e.Object, e.Err) }
@@ -64,7 +63,7 @@ func (v *validation) execute(ctx context.Context, cl *Clients, s cli.Streams) er
 // benchmark is the body Plan.Run runs once the trainer is usable: it creates
 // the benchmark's objects, waits for the TrainJob, judges the launcher's log
 // and writes the results. Whatever it created is deleted before it returns.
-func (v *validation) benchmark(ctx context.Context, cl *Clients, s cli.Streams) (err error) {
+func (v *validation) benchmark(ctx context.Context, cl *Clients, s streams) (err error) {
 	var created []*unstructured.Unstructured
 	defer func() {
 		// Reverse order: the TrainJob (whose deletion takes its JobSet and
@@ -127,7 +126,7 @@ func (v *validation) benchmark(ctx context.Context, cl *Clients, s cli.Streams) 
 	}
 
 	start := time.Now()
-	waitErr := waitTrainJob(ctx, cl.Dynamic, v.trainJob.Namespace, v.trainJob.Name, v.opts.timeout, pollInterval)
+	waitErr := waitTrainJob(ctx, cl.Dynamic, v.trainJob.Namespace, v.trainJob.Name, v.opts.Timeout, pollInterval)
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), logTimeout)
 	defer cancel()
 	log, err := launcherLog(lctx, cl.Kube, v.trainJob.Namespace, v.trainJob.Name, launcherContainer(bench))
@@ -141,7 +140,7 @@ func (v *validation) benchmark(ctx context.Context, cl *Clients, s cli.Streams) 
 		PluginVersion:  v.in.Facts.PluginVersion,
 		NCCLVersion:    v.in.Facts.NCCLVersion,
 		TrainerVersion: v.in.BOM.Trainer.Version,
-		Recipe:         v.opts.recipe,
+		Recipe:         v.opts.Recipe,
 		Start:          start.UnixMilli(),
 		Stop:           time.Now().UnixMilli(),
 	}
@@ -149,7 +148,7 @@ func (v *validation) benchmark(ctx context.Context, cl *Clients, s cli.Streams) 
 	if o == nil {
 		return errors.Join(waitErr, judgeErr)
 	}
-	paths, writeErr := o.write(v.opts.out)
+	paths, writeErr := o.write(v.opts.Out)
 	if judgeErr != nil && writeErr == nil {
 		judgeErr = fmt.Errorf("%w; the log is saved in %s", judgeErr, strings.Join(paths, ", "))
 	}

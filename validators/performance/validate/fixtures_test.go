@@ -1,9 +1,10 @@
-package validatecmd
+package validate
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"github.com/spf13/pflag"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -27,7 +29,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tcpxogen/tcpxogen/runtimes"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 	"github.com/tcpxogen/tcpxogen/validators/performance/pool"
 	"github.com/tcpxogen/tcpxogen/validators/performance/recipe"
 	"github.com/tcpxogen/tcpxogen/validators/schema"
@@ -43,7 +44,7 @@ const (
 )
 
 var (
-	repoTestdata     = filepath.Join("..", "..", "..", "..", "testdata")
+	repoTestdata     = filepath.Join("..", "..", "..", "testdata")
 	trainerManifests = filepath.Join("testdata", "kubeflow-trainer-v2.2.0-excerpt.yaml")
 )
 
@@ -63,7 +64,7 @@ func loadRecipe(t testing.TB, name string) *recipe.Recipe {
 
 func inputs(t testing.TB) *runtimes.Inputs {
 	t.Helper()
-	root, err := cli.RepoRoot("")
+	root, err := repoRoot("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,23 +240,49 @@ func (f *fakeCluster) writes() []string {
 	return append(append(writes(f.kube.Actions()), writes(f.crds.Actions())...), writes(f.dyn.Actions())...)
 }
 
-// validate runs the command in-process.
-func validate(t testing.TB, connect connectFunc, args ...string) (code int, stdout, stderr string) {
+// The command's exit statuses, which the tests assert through validate.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// validate runs the validator as `tcpxogen validate` does: args parsed with
+// the flags AddFlags binds, the error reported on stderr and mapped to the
+// command's exit status.
+func validate(t testing.TB, connect ConnectFunc, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var o, e bytes.Buffer
-	code = cli.Main(context.Background(), append([]string{"validate"}, args...), cli.Streams{Out: &o, Err: &e}, commands(connect))
+	fs := pflag.NewFlagSet("validate", pflag.ContinueOnError)
+	fs.SetOutput(&e)
+	var opts Options
+	opts.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("test arguments %q: %v", args, err)
+	}
+	err := Run(context.Background(), opts, connect, &o, &e)
+	var ie *InputError
+	switch {
+	case err == nil:
+		return exitOK, o.String(), e.String()
+	case errors.As(err, &ie):
+		code = exitUsage
+	default:
+		code = exitFailure
+	}
+	fmt.Fprintf(&e, "tcpxogen validate: %v\n", err)
 	return code, o.String(), e.String()
 }
 
 // dryRun is validate --dry-run of a recipe with a pinned image.
-func dryRun(t testing.TB, connect connectFunc, recipeName string, extra ...string) (int, string, string) {
+func dryRun(t testing.TB, connect ConnectFunc, recipeName string, extra ...string) (int, string, string) {
 	t.Helper()
 	args := append([]string{"--recipe", recipePath(recipeName), "--benchmark-image", pinnedImage, "--dry-run"}, extra...)
 	return validate(t, connect, args...)
 }
 
 // noConnect fails the test if the command reaches for a cluster.
-func noConnect(t testing.TB) connectFunc {
+func noConnect(t testing.TB) ConnectFunc {
 	return func(string, string) (*Clients, error) {
 		t.Error("the command connected to a cluster before rejecting its input")
 		return nil, fmt.Errorf("no cluster in this test")

@@ -1,4 +1,4 @@
-package validatecmd
+package validate
 
 import (
 	"context"
@@ -12,8 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 )
 
 // fakeApplier plays the API server and the trainer for a live run: it stores
@@ -69,7 +67,7 @@ func TestLiveRunCreatesThenDeletesInReverse(t *testing.T) {
 	}
 	out := t.TempDir()
 	code, stdout, stderr := validate(t, connect, "--recipe", recipePath(declared), "--benchmark-image", pinnedImage, "--out", out, "--timeout", "1m")
-	if code != cli.ExitFailure {
+	if code != exitFailure {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	contains(t, "stderr", stderr,

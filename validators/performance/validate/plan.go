@@ -1,4 +1,4 @@
-package validatecmd
+package validate
 
 import (
 	"context"
@@ -17,7 +17,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tcpxogen/tcpxogen/runtimes"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 	"github.com/tcpxogen/tcpxogen/validators/performance/agreement"
 	"github.com/tcpxogen/tcpxogen/validators/performance/busbw"
 	"github.com/tcpxogen/tcpxogen/validators/performance/derive"
@@ -110,7 +109,7 @@ func (v *validation) checkTrainer(ctx context.Context, cl *Clients) error {
 	d := lifecycle.Decide(v.rec.DeclaresTrainer(), state)
 	if d.Install && v.trainerObjs == nil {
 		b := v.in.BOM
-		return cli.BadInput("the recipe does not declare Kubeflow Trainer and the cluster has none, so validate installs the pinned trainer %s for the benchmark (and removes it afterwards): pass its manifests with --trainer-manifests FILE, rendered with: %s",
+		return badInput("the recipe does not declare Kubeflow Trainer and the cluster has none, so validate installs the pinned trainer %s for the benchmark (and removes it afterwards): pass its manifests with --trainer-manifests FILE, rendered with: %s",
 			b.Trainer.Version, kustomizeHint(b))
 	}
 	v.trainerPlan, err = lifecycle.NewPlan(d, func() ([]*unstructured.Unstructured, error) { return v.trainerObjs, nil })
@@ -120,7 +119,7 @@ func (v *validation) checkTrainer(ctx context.Context, cl *Clients) error {
 	lines := strings.Split(strings.TrimRight(v.trainerPlan.String(), "\n"), "\n")
 	s := v.section(lines[0], lines[1:]...)
 	if d.Install {
-		s.lines = append(s.lines, fmt.Sprintf("  the pinned trainer %s, from %s", v.in.BOM.Trainer.Version, v.opts.trainerManifests))
+		s.lines = append(s.lines, fmt.Sprintf("  the pinned trainer %s, from %s", v.in.BOM.Trainer.Version, v.opts.TrainerManifests))
 	}
 	s.lines = append(s.lines, fmt.Sprintf("  observed: the trainer is %s", state))
 	for _, f := range findings {
@@ -152,15 +151,15 @@ func (v *validation) checkPool(ctx context.Context, cl *Clients) error {
 	s := v.section("GPU pool: ok",
 		fmt.Sprintf("  %d GPU nodes, all %s with %d GPUs and the recipe's %d GPU-NIC networks (%s)",
 			v.gpuNodes, want.Accelerator, want.GPUs, len(want.GPUNICNetworks), strings.Join(want.GPUNICNetworks, ", ")))
-	if v.gpuNodes < v.opts.nodes {
+	if v.gpuNodes < v.opts.Nodes {
 		s.title = "GPU pool: FAILED"
-		v.refuse("GPU pool", "the benchmark spans --nodes %d GPU nodes but the pool has %d: pass --nodes %d or scale the A3 Mega node pool up", v.opts.nodes, v.gpuNodes, v.gpuNodes)
+		v.refuse("GPU pool", "the benchmark spans --nodes %d GPU nodes but the pool has %d: pass --nodes %d or scale the A3 Mega node pool up", v.opts.Nodes, v.gpuNodes, v.gpuNodes)
 	}
 	return nil
 }
 
 func (v *validation) checkNamespace(ctx context.Context, cl *Clients) error {
-	ns := v.opts.namespace
+	ns := v.opts.Namespace
 	_, err := cl.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -297,11 +296,11 @@ func (v *validation) planBenchmark(source *trainer.ClusterTrainingRuntime) {
 	s.lines = append(s.lines,
 		fmt.Sprintf("  would create TrainingRuntime %s/%s, derived from %s", bench.Namespace, bench.Name, from),
 		fmt.Sprintf("    image %s; %d nodes × %d ranks (one per GPU); all_reduce_perf %s..%s; wiring equal to the shipped runtime", v.params.Image, *bench.Spec.MLPolicy.NumNodes, ptr.Deref(mpi.NumProcPerNode, 0), derive.DefaultMinBytes, derive.DefaultMaxBytes),
-		fmt.Sprintf("  would create TrainJob %s/%s referencing it, wait for it to finish (the whole run is bounded by --timeout %s), and read the %s pod's log", v.trainJob.Namespace, v.trainJob.Name, v.opts.timeout, constants.Launcher),
+		fmt.Sprintf("  would create TrainJob %s/%s referencing it, wait for it to finish (the whole run is bounded by --timeout %s), and read the %s pod's log", v.trainJob.Namespace, v.trainJob.Name, v.opts.Timeout, constants.Launcher),
 		"  would delete afterwards, whatever the outcome: "+afterwards,
 		fmt.Sprintf("  floor: %s %s GB/s (recipe); passes at >= %s GB/s (%g × declared)", recipe.ConstraintAllReduceBW, floorText(v), busbw.FormatGBps(v.floor.Threshold()), busbw.PassFraction),
 		"  runtimeSource: "+v.runtimeSourceText(),
-		fmt.Sprintf("  report: %s, %s and %s in %s", report.File, report.ChartFile, LogFile, v.opts.out),
+		fmt.Sprintf("  report: %s, %s and %s in %s", report.File, report.ChartFile, LogFile, v.opts.Out),
 	)
 }
 
@@ -352,7 +351,7 @@ func trainJobFor(bench *trainer.TrainingRuntime, runID string) *trainer.TrainJob
 // writePlan prints the plan.
 func (v *validation) writePlan(w io.Writer) {
 	c := v.rec.Criteria
-	fmt.Fprintf(w, "validate plan: recipe %s (%s, %s, %s, %s) on %s, run %s\n", v.opts.recipe, c.Service, c.Accelerator, c.Intent, c.Platform, v.host, v.runID)
+	fmt.Fprintf(w, "validate plan: recipe %s (%s, %s, %s, %s) on %s, run %s\n", v.opts.Recipe, c.Service, c.Accelerator, c.Intent, c.Platform, v.host, v.runID)
 	for _, s := range v.sections {
 		fmt.Fprintf(w, "\n%s\n", s.title)
 		for _, l := range s.lines {
@@ -363,7 +362,7 @@ func (v *validation) writePlan(w io.Writer) {
 	switch {
 	case len(v.problems) > 0:
 		fmt.Fprintf(w, "refused: %d problem(s); nothing was or would be created, changed or deleted\n", len(v.problems))
-	case v.opts.dryRun:
+	case v.opts.DryRun:
 		fmt.Fprintln(w, "dry run: nothing was created, changed or deleted")
 	}
 }

@@ -1,4 +1,4 @@
-package validatecmd
+package validate
 
 import (
 	"bytes"
@@ -6,7 +6,7 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/atomicfile"
+	"github.com/tcpxogen/tcpxogen/internal/atomicfile"
 	"github.com/tcpxogen/tcpxogen/validators/performance/busbw"
 	"github.com/tcpxogen/tcpxogen/validators/performance/report"
 )

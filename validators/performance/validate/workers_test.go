@@ -1,4 +1,4 @@
-package validatecmd
+package validate
 
 import (
 	"context"
