@@ -9,9 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
@@ -73,12 +74,7 @@ func Main(ctx context.Context, args []string, s Streams, commands Commands) int 
 
 func usage(w io.Writer, commands Commands) {
 	fmt.Fprintln(w, "Usage: tcpxogen COMMAND [flags]\n\nCommands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(commands)) {
 		fmt.Fprintf(w, "  %-12s %s\n", n, commands[n].Summary)
 	}
 	fmt.Fprintln(w, "\nRun `tcpxogen COMMAND --help` for a command's flags.\nExit status: 0 ok, 1 failure, 2 bad usage or bad input.")

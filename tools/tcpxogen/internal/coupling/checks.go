@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -337,7 +336,9 @@ func checkPublishedDifferences(_ context.Context, t *Tree) Result {
 		profile[e.Name] = e.Value
 	}
 	var undecided, differences []string
-	for _, name := range unionKeys(published, profile) {
+	names := slices.AppendSeq(slices.Collect(maps.Keys(published)), maps.Keys(profile))
+	slices.Sort(names)
+	for _, name := range slices.Compact(names) {
 		pv, inPub := published[name]
 		xv, inProf := profile[name]
 		if inPub && inProf && pv == xv {
@@ -361,20 +362,6 @@ func show(v string, ok bool) string {
 		return "unset"
 	}
 	return fmt.Sprintf("%q", v)
-}
-
-func unionKeys(a, b map[string]string) []string {
-	var keys []string
-	for k := range a {
-		keys = append(keys, k)
-	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func checkBenchmarkWiring(_ context.Context, t *Tree) Result {

@@ -7,8 +7,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -136,7 +136,7 @@ func CompatMarkdown(reports []CompatReport) []byte {
 			for _, ch := range row.Changes {
 				w("- %s\n", escape(ch))
 			}
-			for _, k := range sortedKeys(row.Observed) {
+			for _, k := range slices.Sorted(maps.Keys(row.Observed)) {
 				w("- observed %s = `%s`\n", escape(k), row.Observed[k])
 			}
 			if l := row.Launch; l != nil {
@@ -174,7 +174,7 @@ func verdict(row CompatRow) string {
 		return "not expressible on this version"
 	}
 	var lost []string
-	for _, k := range sortedKeys(boolsAsStrings(row.Survives)) {
+	for _, k := range slices.Sorted(maps.Keys(row.Survives)) {
 		if !row.Survives[k] {
 			lost = append(lost, k)
 		}
@@ -223,23 +223,6 @@ func find(r CompatReport, c string) (CompatRow, bool) {
 		}
 	}
 	return CompatRow{}, false
-}
-
-func boolsAsStrings(m map[string]bool) map[string]string {
-	out := make(map[string]string, len(m))
-	for k := range m {
-		out[k] = ""
-	}
-	return out
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // escape keeps table cells intact.

@@ -245,7 +245,7 @@ func assemble(ctx context.Context, cfg Config, scan *imagefs.Result) (*facts.Fac
 	if f.SimpleProfile, f.Provenance.SimpleProfileSHA256, err = evaluate(ctx, cfg, scan, SimpleProfilePath, f); err != nil {
 		return nil, err
 	}
-	f.Normalized = sortedUnique(f.Normalized)
+	f.Normalized = slices.Compact(slices.Sorted(slices.Values(f.Normalized)))
 	if f.DefaultGuestRules, f.Provenance.DefaultGuestConfigSHA256, err = guestRules(scan, DefaultGuestConfigPath, path.Base(DefaultProfilePath), f.DefaultProfile); err != nil {
 		return nil, fmt.Errorf("installer %s: %w", cfg.BOM.Images.Installer.Version, err)
 	}
@@ -321,7 +321,7 @@ func ReferencedPluginFiles(libDir string, profiles ...[]facts.EnvVar) []string {
 			}
 		}
 	}
-	return sortedUnique(names)
+	return slices.Compact(slices.Sorted(slices.Values(names)))
 }
 
 func wantPaths(ws []imagefs.Want) string {
@@ -330,10 +330,4 @@ func wantPaths(ws []imagefs.Want) string {
 		ps[i] = w.Path
 	}
 	return strings.Join(ps, ", ")
-}
-
-func sortedUnique(s []string) []string {
-	s = slices.Clone(s)
-	sort.Strings(s)
-	return slices.Compact(s)
 }
