@@ -24,3 +24,16 @@ func FindRoot(dir string) (string, error) {
 		}
 	}
 }
+
+// ResolveRoot resolves a --root flag: the flag if given, else the checkout
+// enclosing the working directory.
+func ResolveRoot(flag string) (string, error) {
+	if flag != "" {
+		return filepath.Abs(flag)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	return FindRoot(wd)
+}

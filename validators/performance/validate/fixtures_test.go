@@ -28,6 +28,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/validators/performance/pool"
 	"github.com/tcpxogen/tcpxogen/validators/performance/recipe"
@@ -64,7 +65,7 @@ func loadRecipe(t testing.TB, name string) *recipe.Recipe {
 
 func inputs(t testing.TB) *runtimes.Inputs {
 	t.Helper()
-	root, err := repoRoot("")
+	root, err := bom.ResolveRoot("")
 	if err != nil {
 		t.Fatal(err)
 	}

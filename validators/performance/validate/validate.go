@@ -35,7 +35,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -161,7 +160,7 @@ func prepare(o Options) (*validation, error) {
 	if err != nil {
 		return nil, badInput("recipe %s: %w", o.Recipe, err)
 	}
-	root, err := repoRoot(o.Root)
+	root, err := bom.ResolveRoot(o.Root)
 	if err != nil {
 		return nil, badInput("%w", err)
 	}
@@ -230,18 +229,6 @@ func writableDir(dir string) error {
 	name := f.Name()
 	f.Close()
 	return os.Remove(name)
-}
-
-// repoRoot resolves --root: the flag if given, else the enclosing checkout.
-func repoRoot(flag string) (string, error) {
-	if flag != "" {
-		return filepath.Abs(flag)
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	return bom.FindRoot(wd)
 }
 
 // newRunID names one run's objects; random so that two runs (or a run and

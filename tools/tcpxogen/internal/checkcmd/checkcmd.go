@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/coupling"
 )
@@ -30,7 +31,7 @@ func run(ctx context.Context, args []string, s cli.Streams) error {
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	r, err := cli.RepoRoot(*root)
+	r, err := bom.ResolveRoot(*root)
 	if err != nil {
 		return cli.BadInput("%w", err)
 	}

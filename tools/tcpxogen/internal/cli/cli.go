@@ -16,8 +16,6 @@ import (
 
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
-
-	"github.com/tcpxogen/tcpxogen/bom"
 )
 
 // Exit codes: the contract scripts and the Makefile rely on.
@@ -127,18 +125,6 @@ func ParseArgs(fs *pflag.FlagSet, args []string, n int, what string) error {
 func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-// RepoRoot resolves --root: the flag if given, else the enclosing checkout.
-func RepoRoot(flag string) (string, error) {
-	if flag != "" {
-		return filepath.Abs(flag)
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	return bom.FindRoot(wd)
 }
 
 // DefaultCacheDir honours TCPXOGEN_CACHE_DIR, then the user cache directory.

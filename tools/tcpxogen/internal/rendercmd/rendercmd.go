@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/internal/atomicfile"
 	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/runtimes"
@@ -106,7 +107,7 @@ func renderGoldens(_ context.Context, args []string, s cli.Streams) error {
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	r, err := cli.RepoRoot(*root)
+	r, err := bom.ResolveRoot(*root)
 	if err != nil {
 		return cli.BadInput("%w", err)
 	}
@@ -131,7 +132,7 @@ func renderGoldens(_ context.Context, args []string, s cli.Streams) error {
 }
 
 func inputs(root string) (*runtimes.Inputs, error) {
-	r, err := cli.RepoRoot(root)
+	r, err := bom.ResolveRoot(root)
 	if err != nil {
 		return nil, cli.BadInput("%w", err)
 	}

@@ -57,7 +57,7 @@ func TestSBOMOnStdout(t *testing.T) {
 		t.Errorf("NCCL core component: %+v", c)
 	}
 	// The command adds nothing to what the library builds.
-	root, err := cli.RepoRoot("")
+	root, err := bom.ResolveRoot("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestSBOMUsage(t *testing.T) {
 // copyTree copies the files LoadInputs reads into a scratch root.
 func copyTree(t *testing.T) string {
 	t.Helper()
-	src, err := cli.RepoRoot("")
+	src, err := bom.ResolveRoot("")
 	if err != nil {
 		t.Fatal(err)
 	}
