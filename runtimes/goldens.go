@@ -12,6 +12,10 @@ import (
 const (
 	GoldenRuntime    = "runtimes/" + RuntimeName + ".yaml"
 	GoldenComponents = "runtimes/components.yaml"
+	// GoldenBenchmark is the NCCL benchmark derived from the shipped runtime
+	// (package derive writes it; the coupling check holds it to the
+	// derivation).
+	GoldenBenchmark = "runtimes/nccl-tests-tcpxo.yaml"
 )
 
 // ExampleInterfaces is the mapping the golden runtime is rendered with. The

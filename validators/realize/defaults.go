@@ -36,7 +36,7 @@ import (
 // nothing else, so the projection defaults identically to the full schema.
 // TestCRDDefaultsMatchModule regenerates the projection from the module's
 // CRDs and fails on any difference (run it with -update after a trainer
-// bump); TestProjectionDefaultsLikeFullCRD defaults the fixtures with both
+// bump); TestProjectionDefaultsLikeFullCRD defaults the shipped runtimes with both
 // the projection and the full CRDs and requires identical results.
 
 //go:embed crddefaults/*.json

@@ -214,7 +214,7 @@ func TestProjectionDefaultsLikeFullCRD(t *testing.T) {
 		kind string
 		obj  apiruntime.Object
 	}{
-		{trainer.ClusterTrainingRuntimeKind, FixtureTCPXORuntime()},
+		{trainer.ClusterTrainingRuntimeKind, mustShipped(t)},
 		{trainer.TrainingRuntimeKind, mustMPI(t)},
 		{trainer.TrainJobKind, job},
 	} {

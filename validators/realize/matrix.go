@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -18,11 +20,14 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	"sigs.k8s.io/yaml"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/kubeflow/trainer/v2/pkg/constants"
 
+	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/validators/wiring"
 )
 
 // The compatibility matrix: what of a TCPXO runtime's wiring survives each
@@ -76,7 +81,7 @@ type Case struct {
 	Name string
 	// Summary says in one line what the case does.
 	Summary string
-	// Runtime builds the runtime to realize; nil means FixtureTCPXORuntime.
+	// Runtime builds the runtime to realize; nil means ShippedRuntime.
 	Runtime func() (client.Object, error)
 	// TrainJob turns the bare TrainJob (BareTrainJob: runtimeRef only) into
 	// the case's input; nil leaves it bare. It returns an error wrapping
@@ -99,10 +104,10 @@ type Outcome struct {
 	TrainJob *trainer.TrainJob
 	Result   *Result
 	// RuntimeWiring and Wiring are the node replicated job's wiring in the
-	// runtime and in the realized JobSet; Changes is their Diff.
-	RuntimeWiring Wiring
-	Wiring        Wiring
-	Changes       []Change
+	// runtime and in the realized JobSet; Changes is their wiring.Diff.
+	RuntimeWiring wiring.Wiring
+	Wiring        wiring.Wiring
+	Changes       []wiring.Change
 	// Launch is the launch verdict (JudgeLaunch) of the realized JobSet.
 	Launch Launch
 }
@@ -118,11 +123,11 @@ func (o *Outcome) NodeJob() *jobsetv1alpha2.ReplicatedJob {
 }
 
 // NodeEnv returns the rendered value of an env var of the realized node
-// container (see EnvValue) and whether it is set.
+// container (see wiring.EnvValue) and whether it is set.
 func (o *Outcome) NodeEnv(name string) (string, bool) {
 	for i := range o.Wiring.NodeEnv {
 		if o.Wiring.NodeEnv[i].Name == name {
-			return EnvValue(&o.Wiring.NodeEnv[i]), true
+			return wiring.EnvValue(&o.Wiring.NodeEnv[i]), true
 		}
 	}
 	return "", false
@@ -176,6 +181,27 @@ func BareTrainJob(runtime client.Object) *trainer.TrainJob {
 // describes what ships, not a fixture.
 func ShippedRuntime() (client.Object, error) { return runtimes.Shipped() }
 
+// ShippedBenchmark is the NCCL benchmark as committed
+// (runtimes.GoldenBenchmark): derived from the shipped runtime by package
+// derive, and held equal to that derivation by the coupling check. It is
+// read rather than derived because derive's own proof realizes through this
+// package.
+func ShippedBenchmark() (*trainer.TrainingRuntime, error) {
+	root, err := bom.ResolveRoot("")
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(runtimes.GoldenBenchmark)))
+	if err != nil {
+		return nil, fmt.Errorf("reading the benchmark: %w", err)
+	}
+	var rt trainer.TrainingRuntime
+	if err := yaml.UnmarshalStrict(data, &rt); err != nil {
+		return nil, fmt.Errorf("%s: %w", runtimes.GoldenBenchmark, err)
+	}
+	return &rt, nil
+}
+
 // RunCase realizes one case. An input the linked trainer cannot express
 // yields an error wrapping ErrUnsupported.
 func RunCase(ctx context.Context, c Case) (*Outcome, error) {
@@ -199,17 +225,17 @@ func RunCase(ctx context.Context, c Case) (*Outcome, error) {
 	}
 	o := &Outcome{Version: res.TrainerVersion, Runtime: rt, TrainJob: job, Result: res}
 	o.Behavior, _ = BehaviorOf(o.Version)
-	rtPod, err := RuntimePodTemplate(rt, constants.Node)
+	rtPod, err := wiring.RuntimePodTemplate(rt, constants.Node)
 	if err != nil {
 		return nil, fmt.Errorf("case %s: %w", c.Name, err)
 	}
-	jsPod, err := JobSetPodTemplate(res.JobSet, constants.Node)
+	jsPod, err := wiring.JobSetPodTemplate(res.JobSet, constants.Node)
 	if err != nil {
 		return nil, fmt.Errorf("case %s: %w", c.Name, err)
 	}
-	o.RuntimeWiring = WiringOf(rtPod, constants.Node)
-	o.Wiring = WiringOf(jsPod, constants.Node)
-	o.Changes = Diff(o.RuntimeWiring, o.Wiring)
+	o.RuntimeWiring = wiring.Of(rtPod, constants.Node)
+	o.Wiring = wiring.Of(jsPod, constants.Node)
+	o.Changes = wiring.Diff(o.RuntimeWiring, o.Wiring)
 	if o.Launch, err = JudgeLaunch(rt, job, res.JobSet); err != nil {
 		return nil, fmt.Errorf("case %s: judging the launch: %w", c.Name, err)
 	}
@@ -241,7 +267,7 @@ type Row struct {
 	// set reaches the realized node pod unchanged.
 	Survives map[string]bool `json:"survives,omitempty"`
 	// Changes lists what was lost or changed; Added what the trainer or
-	// the TrainJob added. Both in Diff order.
+	// the TrainJob added. Both in wiring.Diff order.
 	Changes []string `json:"changes,omitempty"`
 	Added   []string `json:"added,omitempty"`
 	// Observed records values a reader of the report needs: node count,
@@ -333,28 +359,28 @@ func survival(o *Outcome) map[string]bool {
 		if ch.IsAddition() {
 			continue
 		}
-		// Diff reports a sidecar's env, mounts, capabilities and resources
+		// wiring.Diff reports a sidecar's env, mounts, capabilities and resources
 		// under its own path; they belong to the sidecar, not the node.
 		if strings.HasPrefix(ch.Path, "initContainer ") {
 			s["sidecars"] = false
 			continue
 		}
 		switch ch.What {
-		case AnnotationLost, AnnotationChanged:
+		case wiring.AnnotationLost, wiring.AnnotationChanged:
 			s["annotations"] = false
-		case InitContainerLost, InitContainerChanged:
+		case wiring.InitContainerLost, wiring.InitContainerChanged:
 			s["sidecars"] = false
-		case VolumeLost, VolumeChanged:
+		case wiring.VolumeLost, wiring.VolumeChanged:
 			s["volumes"] = false
-		case NodeContainerLost:
+		case wiring.NodeContainerLost:
 			s["node container"] = false
-		case EnvLost, EnvOverridden, EnvReordered:
+		case wiring.EnvLost, wiring.EnvOverridden, wiring.EnvReordered:
 			s["node env"] = false
-		case MountLost, MountChanged:
+		case wiring.MountLost, wiring.MountChanged:
 			s["node mounts"] = false
-		case CapabilityLost:
+		case wiring.CapabilityLost:
 			s["node capabilities"] = false
-		case ResourceLost, ResourceChanged:
+		case wiring.ResourceLost, wiring.ResourceChanged:
 			s["node resources"] = false
 			switch ch.Path {
 			case "limits " + gpuResource:
@@ -401,7 +427,7 @@ func observe(o *Outcome) map[string]string {
 }
 
 // Cases returns the matrix, freshly built (cases hold closures over
-// fixtures; nothing is shared between calls).
+// runtimes; nothing is shared between calls).
 func Cases() []Case {
 	return []Case{
 		{
@@ -465,7 +491,7 @@ func Cases() []Case {
 			Expect: func(c *Check, o *Outcome) {
 				expectChanges(c, o)
 				expectEnv(c, o, map[string]string{"TCPXO_MATRIX_EXTRA": "1"})
-				expectAdded(c, o, Change{What: EnvAdded, Path: "env TCPXO_MATRIX_EXTRA", To: "1"})
+				expectAdded(c, o, wiring.Change{What: wiring.EnvAdded, Path: "env TCPXO_MATRIX_EXTRA", To: "1"})
 				expectLaunch(c, o)
 			},
 		},
@@ -477,7 +503,7 @@ func Cases() []Case {
 				return nil
 			},
 			Expect: func(c *Check, o *Outcome) {
-				expectChanges(c, o, Change{What: EnvOverridden, Path: "env NCCL_DEBUG", From: "WARN", To: "INFO"})
+				expectChanges(c, o, wiring.Change{What: wiring.EnvOverridden, Path: "env NCCL_DEBUG", From: "WARN", To: "INFO"})
 				expectEnvCount(c, o, "NCCL_DEBUG", 1)
 				expectLaunch(c, o)
 			},
@@ -500,7 +526,7 @@ func Cases() []Case {
 					// The API server defaults an extended resource's request
 					// to its limit on pod creation, so GPUs are unaffected;
 					// a runtime's cpu/memory requests would be gone for good.
-					expectChanges(c, o, Change{What: ResourceLost, Path: "requests " + gpuResource, From: "8"})
+					expectChanges(c, o, wiring.Change{What: wiring.ResourceLost, Path: "requests " + gpuResource, From: "8"})
 					expectGPUs(c, o, "8", "")
 				}
 				expectEnv(c, o, map[string]string{constants.TorchEnvNumProcPerNode: "auto"})
@@ -521,8 +547,8 @@ func Cases() []Case {
 					expectGPUs(c, o, "8", "8")
 				} else {
 					expectChanges(c, o,
-						Change{What: ResourceLost, Path: "limits " + gpuResource, From: "8"},
-						Change{What: ResourceLost, Path: "requests " + gpuResource, From: "8"})
+						wiring.Change{What: wiring.ResourceLost, Path: "limits " + gpuResource, From: "8"},
+						wiring.Change{What: wiring.ResourceLost, Path: "requests " + gpuResource, From: "8"})
 					expectGPUs(c, o, "", "")
 				}
 				// The torch plugin counts GPUs in resourcesPerNode alone, not
@@ -530,7 +556,7 @@ func Cases() []Case {
 				// by CPUs, even where the pod still gets 8 GPUs (v2.3.0).
 				expectEnv(c, o, map[string]string{constants.TorchEnvNumProcPerNode: "16"})
 				for _, p := range []string{"limits cpu", "limits memory", "requests cpu", "requests memory"} {
-					expectAddedPath(c, o, ResourceAdded, p)
+					expectAddedPath(c, o, wiring.ResourceAdded, p)
 				}
 				// 16 processes on 8 GPUs (v2.3.0, kubeflow/trainer#3974) or
 				// on none (v2.2.0).
@@ -556,8 +582,8 @@ func Cases() []Case {
 					// v2.2.0 still replaces the resources: numProcPerNode
 					// cannot bring the GPUs back.
 					expectChanges(c, o,
-						Change{What: ResourceLost, Path: "limits " + gpuResource, From: "8"},
-						Change{What: ResourceLost, Path: "requests " + gpuResource, From: "8"})
+						wiring.Change{What: wiring.ResourceLost, Path: "limits " + gpuResource, From: "8"},
+						wiring.Change{What: wiring.ResourceLost, Path: "requests " + gpuResource, From: "8"})
 					expectGPUs(c, o, "", "")
 					expectLaunch(c, o, LaunchProcesses)
 				}
@@ -604,8 +630,8 @@ func Cases() []Case {
 			Expect: func(c *Check, o *Outcome) {
 				expectChanges(c, o)
 				expectAdded(c, o,
-					Change{What: VolumeAdded, Path: "volume scratch", To: "emptyDir"},
-					Change{What: MountAdded, Path: "mount /scratch", To: "scratch"})
+					wiring.Change{What: wiring.VolumeAdded, Path: "volume scratch", To: "emptyDir"},
+					wiring.Change{What: wiring.MountAdded, Path: "mount /scratch", To: "scratch"})
 				expectGPUs(c, o, "8", "8")
 				// No spec.trainer: the bare shape's missing rendezvous.
 				expectLaunch(c, o, LaunchRendezvous)
@@ -643,9 +669,9 @@ func Cases() []Case {
 				// Both versions: v2.2.0 replaces resources with
 				// resourcesPerNode (no claims), v2.3.0 merges limits and
 				// requests only. The pod-level claim stays, unreferenced.
-				expectChanges(c, o, Change{What: ResourceLost, Path: "claims gpus"})
+				expectChanges(c, o, wiring.Change{What: wiring.ResourceLost, Path: "claims gpus"})
 				expectGPUs(c, o, "8", "8")
-				pod, err := JobSetPodTemplate(o.Result.JobSet, constants.Node)
+				pod, err := wiring.JobSetPodTemplate(o.Result.JobSet, constants.Node)
 				if err != nil || len(pod.Spec.ResourceClaims) != 1 {
 					c.Errorf("pod-level resourceClaims should survive unreferenced; got %v (%v)", pod, err)
 				}
@@ -655,15 +681,15 @@ func Cases() []Case {
 		{
 			Name:    "mpi-openmpi",
 			Summary: "namespaced MPI TrainingRuntime (OpenMPI launcher + TCPXO nodes), bare TrainJob",
-			Runtime: func() (client.Object, error) { return FixtureMPIRuntime() },
+			Runtime: func() (client.Object, error) { return ShippedBenchmark() },
 			Expect: func(c *Check, o *Outcome) {
 				expectChanges(c, o)
 				expectNodes(c, o, 2)
 				expectGPUs(c, o, "8", "8")
 				// The MPI policy's mount path is the CRD default; the SSH
 				// volume and mount are the plugin's additions.
-				expectAddedPath(c, o, VolumeAdded, "volume "+constants.MPISSHAuthVolumeName)
-				expectAdded(c, o, Change{What: MountAdded, Path: "mount /root/.ssh", To: constants.MPISSHAuthVolumeName})
+				expectAddedPath(c, o, wiring.VolumeAdded, "volume "+constants.MPISSHAuthVolumeName)
+				expectAdded(c, o, wiring.Change{What: wiring.MountAdded, Path: "mount /root/.ssh", To: constants.MPISSHAuthVolumeName})
 
 				hf := o.Other("ConfigMap", BareTrainJobName+constants.MPIHostfileConfigMapSuffix)
 				if hf == nil {
@@ -735,8 +761,8 @@ func expectLaunch(c *Check, o *Outcome, failing ...string) {
 }
 
 // expectChanges requires the non-addition changes to be exactly want.
-func expectChanges(c *Check, o *Outcome, want ...Change) {
-	got := map[Change]bool{}
+func expectChanges(c *Check, o *Outcome, want ...wiring.Change) {
+	got := map[wiring.Change]bool{}
 	for _, ch := range o.Changes {
 		if !ch.IsAddition() {
 			got[ch] = true
@@ -755,7 +781,7 @@ func expectChanges(c *Check, o *Outcome, want ...Change) {
 	}
 }
 
-func expectAdded(c *Check, o *Outcome, want ...Change) {
+func expectAdded(c *Check, o *Outcome, want ...wiring.Change) {
 	for _, w := range want {
 		found := false
 		for _, ch := range o.Changes {

@@ -19,7 +19,7 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
 	"github.com/tcpxogen/tcpxogen/runtimes"
-	"github.com/tcpxogen/tcpxogen/validators/realize"
+	"github.com/tcpxogen/tcpxogen/validators/wiring"
 )
 
 // testImage is a well-formed pinned reference that names no real image.
@@ -78,7 +78,7 @@ func container(t testing.TB, pod *corev1.PodTemplateSpec, name string) *corev1.C
 
 func shippedNodeContainer(t testing.TB, s *trainer.ClusterTrainingRuntime) *corev1.Container {
 	t.Helper()
-	pod, err := realize.RuntimePodTemplate(s, constants.Node)
+	pod, err := wiring.RuntimePodTemplate(s, constants.Node)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestDeriveShape(t *testing.T) {
 func TestNodePodIsShippedPodExceptWhatItRuns(t *testing.T) {
 	s := shipped(t)
 	rt := derive(t, s, testParams())
-	want, err := realize.RuntimePodTemplate(s, constants.Node)
+	want, err := wiring.RuntimePodTemplate(s, constants.Node)
 	if err != nil {
 		t.Fatal(err)
 	}

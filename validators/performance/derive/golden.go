@@ -9,8 +9,9 @@ import (
 	"github.com/tcpxogen/tcpxogen/runtimes"
 )
 
-// GoldenPath is the committed benchmark manifest, repo-relative.
-const GoldenPath = "runtimes/" + DefaultName + ".yaml"
+// GoldenPath is the committed benchmark manifest, repo-relative; the
+// realization proof reads it too, which is why runtimes names it.
+const GoldenPath = runtimes.GoldenBenchmark
 
 // GoldenNamespace is the namespace the golden benchmark is rendered into.
 const GoldenNamespace = "tcpxo-validation"

@@ -15,7 +15,7 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/internal/structdiff"
 	"github.com/tcpxogen/tcpxogen/runtimes"
-	"github.com/tcpxogen/tcpxogen/validators/realize"
+	"github.com/tcpxogen/tcpxogen/validators/wiring"
 )
 
 // WiringEqual compares the benchmark runtime bench with the shipped runtime
@@ -25,7 +25,7 @@ import (
 //
 // It compares, in this order:
 //
-//   - the node pod's wiring, with realize.Diff (annotations, init containers
+//   - the node pod's wiring, with wiring.Diff (annotations, init containers
 //     such as the tcpxo-daemon sidecar, volumes, and the node container's
 //     env, mounts, added capabilities and resources);
 //   - the rest of the node pod template (nodeSelector, tolerations, labels,
@@ -42,11 +42,11 @@ func WiringEqual(shipped *trainer.ClusterTrainingRuntime, bench *trainer.Trainin
 		return []string{"cannot compare: the shipped or the benchmark runtime is nil"}
 	}
 	var out []string
-	sp, err := realize.RuntimePodTemplate(shipped, constants.Node)
+	sp, err := wiring.RuntimePodTemplate(shipped, constants.Node)
 	if err != nil {
 		out = append(out, "shipped runtime: "+err.Error())
 	}
-	bp, err := realize.RuntimePodTemplate(bench, constants.Node)
+	bp, err := wiring.RuntimePodTemplate(bench, constants.Node)
 	if err != nil {
 		out = append(out, "benchmark runtime: "+err.Error())
 	}
@@ -54,8 +54,8 @@ func WiringEqual(shipped *trainer.ClusterTrainingRuntime, bench *trainer.Trainin
 		return out
 	}
 
-	sw := realize.WiringOf(sp, runtimes.NodeContainer)
-	for _, c := range realize.Diff(sw, realize.WiringOf(bp, runtimes.NodeContainer)) {
+	sw := wiring.Of(sp, runtimes.NodeContainer)
+	for _, c := range wiring.Diff(sw, wiring.Of(bp, runtimes.NodeContainer)) {
 		out = append(out, "benchmark node pod: "+c.String())
 	}
 	out = append(out, podRemainderDiff(sp, bp)...)
@@ -63,7 +63,7 @@ func WiringEqual(shipped *trainer.ClusterTrainingRuntime, bench *trainer.Trainin
 	return out
 }
 
-// remainder is a pod template without what realize.Diff compares and without
+// remainder is a pod template without what wiring.Diff compares and without
 // what the benchmark owns, as generic JSON: what is left must be equal.
 func remainder(p *corev1.PodTemplateSpec) (any, error) {
 	c := p.DeepCopy()
@@ -113,7 +113,7 @@ func podRemainderDiff(shipped, bench *corev1.PodTemplateSpec) []string {
 
 // rankDiffs checks what the ranks get beyond the pod spec: their number per
 // node and their environment, which reaches them only through the launcher.
-func rankDiffs(sw realize.Wiring, bench *trainer.TrainingRuntime) []string {
+func rankDiffs(sw wiring.Wiring, bench *trainer.TrainingRuntime) []string {
 	var out []string
 	var mpi *trainer.MPIMLPolicySource
 	if bench.Spec.MLPolicy != nil {
@@ -172,7 +172,7 @@ func renderInt(p *int32) string {
 
 // launcherContainer is the mpirun container of the launcher job.
 func launcherContainer(rt *trainer.TrainingRuntime) (*corev1.Container, error) {
-	pod, err := realize.RuntimePodTemplate(rt, constants.Launcher)
+	pod, err := wiring.RuntimePodTemplate(rt, constants.Launcher)
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +207,7 @@ func xNames(argv []string) map[string]*string {
 func envValues(env []corev1.EnvVar) map[string]string {
 	m := make(map[string]string, len(env))
 	for i := range env {
-		m[env[i].Name] = realize.EnvValue(&env[i])
+		m[env[i].Name] = wiring.EnvValue(&env[i])
 	}
 	return m
 }

@@ -27,7 +27,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/validators/performance/lifecycle"
 	"github.com/tcpxogen/tcpxogen/validators/performance/podcheck"
 	"github.com/tcpxogen/tcpxogen/validators/performance/report"
-	"github.com/tcpxogen/tcpxogen/validators/realize"
+	"github.com/tcpxogen/tcpxogen/validators/wiring"
 )
 
 const (
@@ -259,11 +259,11 @@ func workersWired(ctx context.Context, kube kubernetes.Interface, ns, trainJob s
 	if err != nil {
 		return readError("the worker pods of TrainJob "+ns+"/"+trainJob, podsResource, "list", err)
 	}
-	tpl, err := realize.RuntimePodTemplate(bench, constants.Node)
+	tpl, err := wiring.RuntimePodTemplate(bench, constants.Node)
 	if err != nil {
 		return err
 	}
-	return podcheck.Check(pods.Items, tpl, runtimes.RulesFor(runtimes.GeneratedFacts(), realize.WiringOf(tpl, constants.Node).NodeEnv))
+	return podcheck.Check(pods.Items, tpl, runtimes.RulesFor(runtimes.GeneratedFacts(), wiring.Of(tpl, constants.Node).NodeEnv))
 }
 
 // launcherLog opens the log of the TrainJob's launcher pod.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/validators/performance/derive"
-	"github.com/tcpxogen/tcpxogen/validators/realize"
+	"github.com/tcpxogen/tcpxogen/validators/wiring"
 )
 
 // workerPod is a worker as the cluster reports it after a benchmark run.
@@ -39,7 +39,7 @@ func TestWorkersWired(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tpl, err := realize.RuntimePodTemplate(bench, constants.Node)
+	tpl, err := wiring.RuntimePodTemplate(bench, constants.Node)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/coupling"
 	"github.com/tcpxogen/tcpxogen/validators/realize"
+	"github.com/tcpxogen/tcpxogen/validators/wiring"
 )
 
 func runCheck(t *testing.T, args ...string) (int, string) {
@@ -173,11 +174,11 @@ func TestCheckTrainJob(t *testing.T) {
 
 // changeVocabulary is every Change.What, as a line about a change starts.
 var changeVocabulary = []string{
-	realize.AnnotationLost, realize.AnnotationChanged, realize.AnnotationAdded,
-	realize.InitContainerLost, realize.InitContainerChanged, realize.InitContainerAdded,
-	realize.VolumeLost, realize.VolumeChanged, realize.VolumeAdded, realize.NodeContainerLost,
-	realize.EnvLost, realize.EnvOverridden, realize.EnvAdded, realize.MountLost, realize.MountChanged, realize.MountAdded,
-	realize.CapabilityLost, realize.CapabilityAdded, realize.ResourceLost, realize.ResourceChanged, realize.ResourceAdded,
+	wiring.AnnotationLost, wiring.AnnotationChanged, wiring.AnnotationAdded,
+	wiring.InitContainerLost, wiring.InitContainerChanged, wiring.InitContainerAdded,
+	wiring.VolumeLost, wiring.VolumeChanged, wiring.VolumeAdded, wiring.NodeContainerLost,
+	wiring.EnvLost, wiring.EnvOverridden, wiring.EnvAdded, wiring.MountLost, wiring.MountChanged, wiring.MountAdded,
+	wiring.CapabilityLost, wiring.CapabilityAdded, wiring.ResourceLost, wiring.ResourceChanged, wiring.ResourceAdded,
 }
 
 var summaryRE = regexp.MustCompile(`^(\[doc \d+ [^]]+\]) +trainer [^:]+: (\d+) wiring change\(s\) listed above`)

@@ -18,6 +18,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 	"github.com/tcpxogen/tcpxogen/validators/realize"
 	"github.com/tcpxogen/tcpxogen/validators/schema"
+	"github.com/tcpxogen/tcpxogen/validators/wiring"
 )
 
 // lintTrainJob realizes every TrainJob document of a file against the
@@ -124,11 +125,11 @@ func lintDoc(ctx context.Context, w io.Writer, rt *trainer.ClusterTrainingRuntim
 	if n := len(d.report.Findings); n > 0 {
 		reasons = append(reasons, fmt.Sprintf("has %d schema finding(s)", n))
 	}
-	tpl, err := realize.RuntimePodTemplate(rt, runtimes.NodeContainer)
+	tpl, err := wiring.RuntimePodTemplate(rt, runtimes.NodeContainer)
 	if err != nil {
 		return nil, err
 	}
-	rules := runtimes.RulesFor(runtimes.GeneratedFacts(), realize.WiringOf(tpl, runtimes.NodeContainer).NodeEnv)
+	rules := runtimes.RulesFor(runtimes.GeneratedFacts(), wiring.Of(tpl, runtimes.NodeContainer).NodeEnv)
 	v, err := realize.Lint(ctx, rt, d.job, rules)
 	if err != nil {
 		return nil, fmt.Errorf("realize against %s: %w", runtimes.RuntimeName, err)
@@ -144,7 +145,7 @@ func lintDoc(ctx context.Context, w io.Writer, rt *trainer.ClusterTrainingRuntim
 			fatal++
 		case c.Severity == fabric.Warning:
 			p.line("warn", "%s: %s", c.Change, c.Reason)
-		case c.What == realize.EnvOverridden:
+		case c.What == wiring.EnvOverridden:
 			p.line("note", "%s: your value wins over the runtime's (%s)", c.Change, c.Reason)
 		default:
 			p.line("ok", "%s: %s", c.Change, c.Reason)

@@ -28,7 +28,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/goldens"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/imagesource"
 	"github.com/tcpxogen/tcpxogen/validators/performance/derive"
-	"github.com/tcpxogen/tcpxogen/validators/realize"
+	"github.com/tcpxogen/tcpxogen/validators/wiring"
 )
 
 const regenerate = "run `go generate ./...` and commit the result"
@@ -234,7 +234,7 @@ func checkShippedEnv(_ context.Context, t *Tree) Result {
 		return fail(files, regenerate, "%v", err)
 	}
 	var diffs []string
-	for _, c := range realize.DiffEnv(want, nodeEnv(pod)) {
+	for _, c := range wiring.DiffEnv(want, nodeEnv(pod)) {
 		diffs = append(diffs, c.String())
 	}
 	if len(diffs) > 0 {

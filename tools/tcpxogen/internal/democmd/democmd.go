@@ -24,6 +24,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/extract"
 	"github.com/tcpxogen/tcpxogen/validators/realize"
 	"github.com/tcpxogen/tcpxogen/validators/schema"
+	"github.com/tcpxogen/tcpxogen/validators/wiring"
 )
 
 // Commands returns the demo command set.
@@ -183,16 +184,16 @@ func stepRealize(ctx context.Context, st *state) error {
 	if err != nil {
 		return err
 	}
-	rtPod, err := realize.RuntimePodTemplate(st.runtime, runtimes.NodeContainer)
+	rtPod, err := wiring.RuntimePodTemplate(st.runtime, runtimes.NodeContainer)
 	if err != nil {
 		return err
 	}
-	jsPod, err := realize.JobSetPodTemplate(res.JobSet, runtimes.NodeContainer)
+	jsPod, err := wiring.JobSetPodTemplate(res.JobSet, runtimes.NodeContainer)
 	if err != nil {
 		return err
 	}
 	lost := 0
-	for _, c := range realize.Diff(realize.WiringOf(rtPod, runtimes.NodeContainer), realize.WiringOf(jsPod, runtimes.NodeContainer)) {
+	for _, c := range wiring.Diff(wiring.Of(rtPod, runtimes.NodeContainer), wiring.Of(jsPod, runtimes.NodeContainer)) {
 		if !c.IsAddition() {
 			lost++
 		}

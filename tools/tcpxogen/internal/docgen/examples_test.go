@@ -23,6 +23,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/validators/realize"
 	"github.com/tcpxogen/tcpxogen/validators/schema"
+	"github.com/tcpxogen/tcpxogen/validators/wiring"
 )
 
 func TestExamples(t *testing.T) {
@@ -154,9 +155,9 @@ func realizeExample(obj map[string]any, shipped *trainer.ClusterTrainingRuntime)
 // rulesOf is the guest config rules for a runtime's node container, as
 // check trainjob picks them.
 func rulesOf(rt client.Object) []guestconfig.Rule {
-	tpl, err := realize.RuntimePodTemplate(rt, runtimes.NodeContainer)
+	tpl, err := wiring.RuntimePodTemplate(rt, runtimes.NodeContainer)
 	if err != nil {
 		return runtimes.GeneratedFacts().DefaultGuestRules
 	}
-	return runtimes.RulesFor(runtimes.GeneratedFacts(), realize.WiringOf(tpl, runtimes.NodeContainer).NodeEnv)
+	return runtimes.RulesFor(runtimes.GeneratedFacts(), wiring.Of(tpl, runtimes.NodeContainer).NodeEnv)
 }

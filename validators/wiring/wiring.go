@@ -1,4 +1,9 @@
-package realize
+// Package wiring is the model of a runtime's fabric wiring and the one
+// differ over it: what of a pod template must reach the training pods for
+// GPUDirect-TCPXO to be used, and how a realized or derived pod differs from
+// the runtime's. It is a leaf, so the realization proof and the benchmark
+// derivation can both use it and one another.
+package wiring
 
 import (
 	"encoding/json"
@@ -38,10 +43,10 @@ type Wiring struct {
 	NodeResources corev1.ResourceRequirements
 }
 
-// WiringOf extracts the wiring of a pod template whose training container
+// Of extracts the wiring of a pod template whose training container
 // is named nodeContainer (the trainer's is "node"). A nil template yields a
 // zero Wiring. The result shares nothing with podSpec.
-func WiringOf(podSpec *corev1.PodTemplateSpec, nodeContainer string) Wiring {
+func Of(podSpec *corev1.PodTemplateSpec, nodeContainer string) Wiring {
 	if podSpec == nil {
 		return Wiring{}
 	}
