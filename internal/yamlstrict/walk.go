@@ -148,6 +148,9 @@ func (w *walker) mapping(n *yaml.Node, path string, field func(string) (reflect.
 	first := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind == yaml.AliasNode && w.o.FollowAliases && k.Alias != nil {
+			k = k.Alias // an aliased name is that name
+		}
 		if k.Kind != yaml.ScalarNode {
 			w.found = append(w.found, Finding{Kind: KeyNotAName, Path: path, Line: k.Line, Node: k, Want: t})
 			continue

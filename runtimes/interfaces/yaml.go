@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -20,10 +21,16 @@ const yamlKey = "tcpxoInterfaces"
 // the bound keeps a wrong path (a log, an image) from being parsed whole.
 const maxYAMLSize = 1 << 20
 
-var (
-	documentFields = []string{yamlKey}
-	bindingFields  = []string{"interfaceName", "network"}
-)
+// yamlDocument and yamlBinding are the document's shape, for the
+// structural walk (yamlstrict.Walk); the entries are read from the nodes.
+type yamlDocument struct {
+	TcpxoInterfaces []yamlBinding `yaml:"tcpxoInterfaces"`
+}
+
+type yamlBinding struct {
+	InterfaceName string `yaml:"interfaceName"`
+	Network       string `yaml:"network"`
+}
 
 // yamlShape is the expected document, for messages.
 var yamlShape = yamlKey + ": followed by eight entries, " +
@@ -89,7 +96,8 @@ func ParseYAML(data []byte) (m Mapping, err error) {
 	}
 
 	r := &yamlReader{}
-	fields := r.fields(root, "", documentFields)
+	r.keys(root)
+	fields := fields(root)
 	list, ok := fields[yamlKey]
 	if !ok {
 		r.errs = append(r.errs, &Error{Line: root.Line, Path: yamlKey,
@@ -145,36 +153,40 @@ func (r *yamlReader) result() error {
 
 type field struct{ key, value *yaml.Node }
 
-// fields reads a mapping's keys, reporting keys that are not plain names,
-// appear twice or are not in allowed. The first of duplicate keys is used, so
-// that the rest of the document is still checked.
-func (r *yamlReader) fields(n *yaml.Node, path string, allowed []string) map[string]field {
-	out := map[string]field{}
-	firstLine := map[string]int{}
-	where := path
-	if where == "" {
-		where = "the document"
+// keys reports every key of the document that is not a plain name, appears
+// twice or is not a field; values of the wrong kind are binding's and
+// text's to word.
+func (r *yamlReader) keys(root *yaml.Node) {
+	for _, f := range yamlstrict.Walk(root, reflect.TypeFor[yamlDocument](), yamlstrict.WalkOptions{FollowAliases: true}) {
+		where := yamlstrict.ParentPath(f.Path)
+		if f.Kind == yamlstrict.KeyNotAName {
+			where = f.Path
+		}
+		if where == "" {
+			where = "the document"
+		}
+		switch f.Kind {
+		case yamlstrict.KeyNotAName:
+			r.add(f.Line, where, "has a key that is "+kindWord(f.Node)+", not a name",
+				"write the keys as plain names: "+strings.Join(yamlstrict.Fields(f.Want), ", "))
+		case yamlstrict.DuplicateKey:
+			r.add(f.Line, show(f.Path), fmt.Sprintf("is defined twice (first at line %d)", f.First),
+				"delete one of the two; YAML tools disagree on which one wins, so the document must not rely on either")
+		case yamlstrict.UnknownKey:
+			r.add(f.Line, show(f.Path), "is not a known field", yamlstrict.UnknownFieldFix(f.Node.Value, yamlstrict.Fields(f.Want), where, "and"))
+		}
 	}
+}
+
+// fields returns a mapping's known keys with their values, the first of
+// duplicates; keys has reported the rest.
+func fields(n *yaml.Node) map[string]field {
+	out := map[string]field{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k := deref(n.Content[i])
-		if k.Kind != yaml.ScalarNode {
-			r.add(k.Line, where, "has a key that is "+kindWord(k)+", not a name",
-				"write the keys as plain names: "+strings.Join(allowed, ", "))
-			continue
+		if _, seen := out[k.Value]; k.Kind == yaml.ScalarNode && !seen {
+			out[k.Value] = field{key: k, value: n.Content[i+1]}
 		}
-		name := k.Value
-		p := yamlstrict.JoinPath(path, name)
-		if line, dup := firstLine[name]; dup {
-			r.add(k.Line, show(p), fmt.Sprintf("is defined twice (first at line %d)", line),
-				"delete one of the two; YAML tools disagree on which one wins, so the document must not rely on either")
-			continue
-		}
-		firstLine[name] = k.Line
-		if !slices.Contains(allowed, name) {
-			r.add(k.Line, show(p), "is not a known field", yamlstrict.UnknownFieldFix(name, allowed, where, "and"))
-			continue
-		}
-		out[name] = field{key: k, value: n.Content[i+1]}
 	}
 	return out
 }
@@ -190,7 +202,7 @@ func (r *yamlReader) binding(i int, n *yaml.Node) entry {
 		e.skip = true
 		return e
 	}
-	fs := r.fields(n, path, bindingFields)
+	fs := fields(n)
 	if f, ok := fs["interfaceName"]; !ok {
 		r.add(n.Line, path, "has no interfaceName", "add interfaceName: eth<1-8>, the GPU NIC this entry binds")
 		e.skip = true
