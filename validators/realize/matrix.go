@@ -239,6 +239,9 @@ type Row struct {
 	// Survives says, per wiring category, whether everything the runtime
 	// set reaches the realized node pod unchanged.
 	Survives map[string]bool `json:"survives,omitempty"`
+	// LosesFabric lists the categories in which a change loses the fabric
+	// by Judge; a change the fabric rule set allows is in Changes only.
+	LosesFabric []string `json:"losesFabric,omitempty"`
 	// Changes lists what was lost or changed; Added what the trainer or
 	// the TrainJob added. Both in Diff order.
 	Changes []string `json:"changes,omitempty"`
@@ -298,6 +301,7 @@ func RowOf(ctx context.Context, c Case) Row {
 		return row
 	}
 	row.Survives = survival(o)
+	row.LosesFabric = losesFabric(o)
 	for _, ch := range o.Changes {
 		if ch.IsAddition() {
 			row.Added = append(row.Added, ch.String())
@@ -329,41 +333,73 @@ func survival(o *Outcome) map[string]bool {
 		s[k] = true
 	}
 	for _, ch := range o.Changes {
-		if ch.IsAddition() {
-			continue
-		}
-		// Diff reports a sidecar's env, mounts, capabilities and resources
-		// under its own path; they belong to the sidecar, not the node.
-		if strings.HasPrefix(ch.Path, "initContainer ") {
-			s["sidecars"] = false
-			continue
-		}
-		switch ch.What {
-		case AnnotationLost, AnnotationChanged:
-			s["annotations"] = false
-		case InitContainerLost, InitContainerChanged:
-			s["sidecars"] = false
-		case VolumeLost, VolumeChanged:
-			s["volumes"] = false
-		case NodeContainerLost:
-			s["node container"] = false
-		case EnvLost, EnvOverridden:
-			s["node env"] = false
-		case MountLost, MountChanged:
-			s["node mounts"] = false
-		case CapabilityLost:
-			s["node capabilities"] = false
-		case ResourceLost, ResourceChanged:
-			s["node resources"] = false
-			switch ch.Path {
-			case "limits " + gpuResource:
-				s["gpu limit"] = false
-			case "requests " + gpuResource:
-				s["gpu request"] = false
-			}
+		for _, k := range categories(ch) {
+			s[k] = false
 		}
 	}
 	return s
+}
+
+// losesFabric lists, in SurvivalCategories order, the categories in which a
+// change the TrainJob made loses the fabric by the one fabric decision,
+// Judge, with the guest config rules of the runtime's profile. A change the
+// fabric rule set allows (NCCL_DEBUG, say) is in Changes but not here, and
+// neither is a rule the case's runtime itself does not meet.
+func losesFabric(o *Outcome) []string {
+	lost := map[string]bool{}
+	for _, j := range Judge(o.RuntimeWiring, o.Wiring, runtimes.GeneratedPins().RulesFor(o.RuntimeWiring.NodeEnv)) {
+		if j.What == EnvRule || !j.LosesFabric() {
+			continue
+		}
+		for _, k := range categories(j.Change) {
+			lost[k] = true
+		}
+	}
+	var out []string
+	for _, k := range SurvivalCategories {
+		if lost[k] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// categories names the SurvivalCategories a lost or changed element belongs
+// to; an addition belongs to none.
+func categories(ch Change) []string {
+	if ch.IsAddition() {
+		return nil
+	}
+	// Diff reports a sidecar's env, mounts, capabilities and resources
+	// under its own path; they belong to the sidecar, not the node.
+	if strings.HasPrefix(ch.Path, "initContainer ") {
+		return []string{"sidecars"}
+	}
+	switch ch.What {
+	case AnnotationLost, AnnotationChanged:
+		return []string{"annotations"}
+	case InitContainerLost, InitContainerChanged:
+		return []string{"sidecars"}
+	case VolumeLost, VolumeChanged:
+		return []string{"volumes"}
+	case NodeContainerLost:
+		return []string{"node container"}
+	case EnvLost, EnvOverridden:
+		return []string{"node env"}
+	case MountLost, MountChanged:
+		return []string{"node mounts"}
+	case CapabilityLost:
+		return []string{"node capabilities"}
+	case ResourceLost, ResourceChanged:
+		switch ch.Path {
+		case "limits " + gpuResource:
+			return []string{"node resources", "gpu limit"}
+		case "requests " + gpuResource:
+			return []string{"node resources", "gpu request"}
+		}
+		return []string{"node resources"}
+	}
+	return nil
 }
 
 const gpuResource = "nvidia.com/gpu"

@@ -48,7 +48,7 @@ func run(ctx context.Context, args []string, s cli.Streams) error {
 
 func renderRuntime(_ context.Context, args []string, s cli.Streams) error {
 	fs := cli.NewFlags("render runtime", "render runtime (--interfaces eth1=NET,...,eth8=NET | --values FILE) [--node-selector k=v]... [--toleration key[=value]:Effect]... [--worker-image REF] [--profile default|simple] [-o yaml|json]", s)
-	root := fs.String("root", "", "repository root (default: found upwards from the working directory)")
+	root := fs.String("root", "", "repository root whose bom/ to read (default: the checkout around the working directory, else the inputs built into tcpxogen)")
 	ifaces := fs.String("interfaces", "", "GPU-NIC to GKE Network mapping: eth1=<network>,...,eth8=<network> (required unless --values)")
 	values := fs.String("values", "", "YAML file with tcpxoInterfaces: [{interfaceName, network}, ...]")
 	selectors := fs.StringArray("node-selector", nil, "node selector key=value (repeatable; default cloud.google.com/gke-accelerator=nvidia-h100-mega-80gb)")
@@ -82,7 +82,7 @@ func renderRuntime(_ context.Context, args []string, s cli.Streams) error {
 
 func renderComponents(_ context.Context, args []string, s cli.Streams) error {
 	fs := cli.NewFlags("render components", "render components [-o yaml|json]", s)
-	root := fs.String("root", "", "repository root (default: found upwards from the working directory)")
+	root := fs.String("root", "", "repository root whose bom/ to read (default: the checkout around the working directory, else the inputs built into tcpxogen)")
 	format := fs.StringP("output", "o", "yaml", "output format: yaml or json")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
@@ -129,12 +129,21 @@ func renderGoldens(_ context.Context, args []string, s cli.Streams) error {
 	return nil
 }
 
+// inputs loads the reviewed inputs of --root, else of the enclosing
+// checkout, else the ones built into the binary: rendering the runtime for a
+// cluster needs nothing a checkout adds.
 func inputs(root string) (*runtimes.Inputs, error) {
-	r, err := cli.RepoRoot(root)
-	if err != nil {
-		return nil, cli.BadInput("%w", err)
+	load := runtimes.ShippedInputs
+	if root != "" {
+		load = func() (*runtimes.Inputs, error) {
+			r, err := cli.RepoRoot(root)
+			if err != nil {
+				return nil, err
+			}
+			return runtimes.LoadInputs(r)
+		}
 	}
-	in, err := runtimes.LoadInputs(r)
+	in, err := load()
 	if err != nil {
 		return nil, cli.BadInput("%w", err)
 	}
