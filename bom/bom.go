@@ -11,12 +11,12 @@ package bom
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 )
 
 // Repo-relative locations of the data files, in slash form.
@@ -233,13 +233,10 @@ func (c *checker) module(p path, pathKey, modPath, versionKey, version string) {
 	}
 }
 
-// readFile reads at most maxFileSize+1 bytes so decodeStrict can reject an
-// oversized file without reading all of it.
+// readFile reads a data file through the one input helper: a regular file
+// of at most maxFileSize bytes that no symlink leads out of its directory,
+// so a wrong path is refused before it is parsed and a data file linked to a
+// secret is never read, and so never quoted back key by key.
 func readFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	return inputfile.Read(path, inputfile.Spec{Max: maxFileSize, Within: filepath.Dir(path)})
 }

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,8 +37,8 @@ const (
 	// refuses a request body over 3 MiB.
 	MaxTrainJob = 3 << 20
 	// MaxManifests bounds --trainer-manifests: Kubeflow Trainer's rendered
-	// release is about 2 MiB, nearly all CRD schemas.
-	MaxManifests = 32 << 20
+	// release with its JobSet is about 1.5 MiB, nearly all CRD schemas.
+	MaxManifests = 16 << 20
 	// MaxKubeconfig bounds --kubeconfig; kubectl's own files are a few KiB
 	// even with embedded certificates.
 	MaxKubeconfig = 4 << 20
@@ -114,6 +115,16 @@ func Read(path string, s Spec) ([]byte, error) {
 	return io.ReadAll(f)
 }
 
+// Check refuses path as Open would, for a reader that must open the file
+// itself (client-go's kubeconfig loader, the cache's verifying reader).
+func Check(path string, s Spec) error {
+	f, err := Open(path, s)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
 // File is an opened input. Reads past the limit fail with ErrTooLarge: a
 // file may grow between the check and the read.
 type File struct {
@@ -183,7 +194,8 @@ func Open(path string, s Spec) (*File, error) {
 		f.Close()
 		return nil, s.errorf(path, ErrNotRegular, "is %s, not a regular file: give a file", modeWord(st.Mode()))
 	}
-	in := &File{f: f, spec: s, path: path, size: st.Size(), r: io.LimitReader(f, s.max()+1)}
+	// One byte past the limit tells a file over it from one exactly at it.
+	in := &File{f: f, spec: s, path: path, size: st.Size(), r: io.LimitReader(f, s.max()+min(1, math.MaxInt64-s.max()))}
 	if st.Size() > s.max() {
 		f.Close()
 		return nil, in.tooLarge(st.Size())

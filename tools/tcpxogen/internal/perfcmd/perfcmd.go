@@ -10,11 +10,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
+	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/atomicfile"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 	"github.com/tcpxogen/tcpxogen/validators/performance/busbw"
@@ -95,14 +95,11 @@ func run(_ context.Context, args []string, s cli.Streams) error {
 // collective other than all_reduce_perf is bad input (exit 2). A run that
 // failed or stopped early is not: Evaluate judges it (exit 1).
 func readLog(path string) (*busbw.Log, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path, inputfile.Spec{What: "--log", Max: inputfile.MaxLog})
 	if err != nil {
-		return nil, cli.BadInput("--log: %w", err)
+		return nil, cli.BadInput("%w", err)
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.IsDir() {
-		return nil, cli.BadInput("--log %s is a directory: give the log file", path)
-	}
 	l, err := busbw.Parse(f)
 	if err != nil {
 		return nil, cli.BadInput("--log %s: %w", path, err)

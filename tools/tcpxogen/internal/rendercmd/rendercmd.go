@@ -7,12 +7,12 @@ package rendercmd
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/atomicfile"
@@ -166,9 +166,9 @@ func runtimeOptions(ifaces, values string, selectors, tolerations []string) (run
 	case ifaces != "" && values != "":
 		return opts, fmt.Errorf("give the mapping once: --interfaces or --values, not both")
 	case values != "":
-		data, rerr := os.ReadFile(values)
+		data, rerr := inputfile.Read(values, inputfile.Spec{What: "--values", Max: inputfile.MaxData})
 		if rerr != nil {
-			return opts, fmt.Errorf("read --values: %w", rerr)
+			return opts, rerr
 		}
 		if opts.Interfaces, err = interfaces.ParseYAML(data); err != nil {
 			return opts, fmt.Errorf("%s: %w", values, err)
