@@ -12,6 +12,9 @@ import (
 
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
+
+	"github.com/tcpxogen/tcpxogen/internal/inputfile"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/atomicfile"
 )
 
 // Exit codes: the contract scripts and the Makefile rely on.
@@ -58,7 +61,13 @@ func Main(ctx context.Context, args []string, s Streams, commands Commands) int 
 		usage(s.Err, commands)
 		return ExitUsage
 	}
-	err := cmd.Run(ctx, args[1:], s)
+	out := &watchedWriter{w: s.Out}
+	err := cmd.Run(ctx, args[1:], Streams{Out: out, Err: s.Err})
+	if err == nil && out.err != nil {
+		// A report that did not reach its reader is not a pass: `check >
+		// /dev/full` must not exit 0.
+		err = fmt.Errorf("writing the output: %w", out.err)
+	}
 	switch {
 	case err == nil:
 		return ExitOK
@@ -66,11 +75,34 @@ func Main(ctx context.Context, args []string, s Streams, commands Commands) int 
 		return ExitOK
 	}
 	fmt.Fprintf(s.Err, "tcpxogen %s: %v\n", args[0], err)
-	var ue usageError
-	if errors.As(err, &ue) {
+	if isBadInput(err) {
 		return ExitUsage
 	}
 	return ExitFailure
+}
+
+// isBadInput reports whether err is the user's to fix (exit 2): marked so by
+// the command, or a file input or output target the helpers refused, which
+// every command reports the same way whether or not it marked it.
+func isBadInput(err error) bool {
+	var ue usageError
+	var ie *inputfile.Error
+	return errors.As(err, &ue) || errors.Is(err, atomicfile.ErrRefused) || errors.As(err, &ie)
+}
+
+// watchedWriter remembers the first write error, so a command that ignores
+// Fprintf's result still fails when its output is lost.
+type watchedWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (w *watchedWriter) Write(p []byte) (int, error) {
+	n, err := w.w.Write(p)
+	if err != nil && w.err == nil {
+		w.err = err
+	}
+	return n, err
 }
 
 func usage(w io.Writer, commands Commands) {
