@@ -49,6 +49,9 @@ func lintTrainJob(ctx context.Context, args []string, s cli.Streams) error {
 	if err != nil {
 		return err
 	}
+	if err := refuseRejected(s.Out, name, docs); err != nil {
+		return err
+	}
 	rt, err := runtimes.Shipped()
 	if err != nil {
 		return err
@@ -67,6 +70,60 @@ func lintTrainJob(ctx context.Context, args []string, s cli.Streams) error {
 		return fmt.Errorf("%s: %d of %d TrainJob document(s) fail: %s", name, len(failed), len(docs), strings.Join(failed, "; "))
 	}
 	return nil
+}
+
+// maxFindingsShown bounds the schema findings printed per document: a file
+// with 200,000 invalid env entries would otherwise print 200,000 lines.
+const maxFindingsShown = 20
+
+// refuseRejected stops before any realization when the API server would
+// reject a document: such a TrainJob is never created, so there is no pod
+// to judge, and realizing it anyway cost minutes on a 200,000-entry env
+// list the schema had already refused ("at most 128"). The file is bad
+// input (exit 2), as a file of a non-TrainJob is: the user fixes the
+// document before anything can be judged. Pruned fields are not a
+// rejection: the object is created without them, and realizing what remains
+// shows what that loses (exit 1).
+func refuseRejected(w io.Writer, name string, docs []trainJobDoc) error {
+	var rejected []string
+	for _, d := range docs {
+		var why []schema.Finding
+		for _, f := range d.report.Findings {
+			if rejects(f) {
+				why = append(why, f)
+			}
+		}
+		if len(why) == 0 {
+			continue
+		}
+		p := printer{w: w, prefix: d.label()}
+		for _, f := range why[:min(len(why), maxFindingsShown)] {
+			p.line("FAIL", "schema: %s (the API server rejects the TrainJob)", f)
+		}
+		if n := len(why) - maxFindingsShown; n > 0 {
+			p.line("", "... and %d more schema finding(s)", n)
+		}
+		rejected = append(rejected, fmt.Sprintf("%s %d schema finding(s)", d.label(), len(why)))
+	}
+	if len(rejected) == 0 {
+		return nil
+	}
+	return cli.BadInput("%s: the API server would reject %d of %d TrainJob document(s) (%s); nothing was realized: fix the findings above first",
+		name, len(rejected), len(docs), strings.Join(rejected, "; "))
+}
+
+// rejects reports whether the API server refuses the object for f, rather
+// than dropping a field (pruned) or warning.
+func rejects(f schema.Finding) bool {
+	switch f.Kind {
+	case schema.FindingInvalid, schema.FindingUnknownKind:
+		return true
+	case schema.FindingWebhook:
+		// The schema proof reports the webhook's warnings as findings
+		// whose detail starts "warning: "; its errors are rejections.
+		return !strings.HasPrefix(f.Detail, "warning: ")
+	}
+	return false
 }
 
 // trainJobDoc is one TrainJob document of the file, as the API server
@@ -118,8 +175,11 @@ func trainJobDocs(name string, reports []schema.Report) ([]trainJobDoc, error) {
 func lintDoc(ctx context.Context, w io.Writer, rt *trainer.ClusterTrainingRuntime, d trainJobDoc) ([]string, error) {
 	p := printer{w: w, prefix: d.label()}
 	var reasons []string
-	for _, f := range d.report.Findings {
+	for _, f := range d.report.Findings[:min(len(d.report.Findings), maxFindingsShown)] {
 		p.line("FAIL", "schema: %s (the API server would drop or reject this; on a cluster it vanishes silently)", f)
+	}
+	if n := len(d.report.Findings) - maxFindingsShown; n > 0 {
+		p.line("", "... and %d more schema finding(s)", n)
 	}
 	if n := len(d.report.Findings); n > 0 {
 		reasons = append(reasons, fmt.Sprintf("has %d schema finding(s)", n))
