@@ -145,7 +145,7 @@ func (r *Recipe) Floor() (op string, gbps float64) { return r.floorOp, r.floorGb
 func Load(path string) (*Recipe, error) {
 	data, err := inputfile.Read(path, inputfile.Spec{What: "--recipe", Max: MaxSize})
 	if err != nil {
-		return nil, fmt.Errorf("reading the recipe: %w (check the --recipe path)", err)
+		return nil, fmt.Errorf("reading the recipe: %w", err)
 	}
 	return Parse(path, data)
 }
