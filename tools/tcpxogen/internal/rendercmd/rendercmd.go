@@ -11,7 +11,9 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/tcpxogen/tcpxogen/internal/excerpt"
 	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
@@ -194,11 +196,34 @@ func parseSelectors(in []string) (map[string]string, error) {
 	for _, kv := range in {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return nil, fmt.Errorf("--node-selector %q: want key=value", kv)
+			return nil, fmt.Errorf("--node-selector %s: want key=value", excerpt.Quote(kv))
+		}
+		if err := labelProblems("--node-selector", kv, k, v); err != nil {
+			return nil, err
+		}
+		if prev, dup := out[k]; dup && prev != v {
+			return nil, fmt.Errorf("--node-selector %s: key %s is already selected with value %s; a node has one value per label", excerpt.Quote(kv), excerpt.Quote(k), excerpt.Quote(prev))
 		}
 		out[k] = v
 	}
 	return out, nil
+}
+
+// labelProblems checks a label key and value with the API server's own
+// rules, so a selector or toleration it would reject is refused here,
+// before anything is printed, rather than at apply time.
+func labelProblems(flag, arg, key, value string) error {
+	var problems []string
+	for _, p := range validation.IsQualifiedName(key) {
+		problems = append(problems, "key "+excerpt.Quote(key)+": "+p)
+	}
+	for _, p := range validation.IsValidLabelValue(value) {
+		problems = append(problems, "value "+excerpt.Quote(value)+": "+p)
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s %s: %s", flag, excerpt.Quote(arg), strings.Join(problems, "; "))
 }
 
 var effects = map[string]corev1.TaintEffect{
@@ -212,14 +237,25 @@ var effects = map[string]corev1.TaintEffect{
 func parseTolerations(in []string) ([]corev1.Toleration, error) {
 	var out []corev1.Toleration
 	for _, t := range in {
-		kv, eff, ok := strings.Cut(t, ":")
+		// The effect follows the last ':': a qualified key has none, but a
+		// wrong one should be named as a bad key, not a bad effect.
+		i := strings.LastIndex(t, ":")
+		if i < 0 {
+			return nil, fmt.Errorf("--toleration %s: want key[=value]:Effect with Effect one of NoSchedule, PreferNoSchedule, NoExecute", excerpt.Quote(t))
+		}
+		kv, eff := t[:i], t[i+1:]
 		effect, known := effects[eff]
-		if !ok || !known || kv == "" {
-			return nil, fmt.Errorf("--toleration %q: want key[=value]:Effect with Effect one of NoSchedule, PreferNoSchedule, NoExecute", t)
+		if !known || kv == "" {
+			return nil, fmt.Errorf("--toleration %s: want key[=value]:Effect with Effect one of NoSchedule, PreferNoSchedule, NoExecute", excerpt.Quote(t))
 		}
 		tol := corev1.Toleration{Key: kv, Operator: corev1.TolerationOpExists, Effect: effect}
 		if k, v, hasValue := strings.Cut(kv, "="); hasValue {
 			tol.Key, tol.Value, tol.Operator = k, v, corev1.TolerationOpEqual
+		}
+		// The API server validates a toleration's key as a label key and
+		// its value as a label value (core validation of tolerations).
+		if err := labelProblems("--toleration", t, tol.Key, tol.Value); err != nil {
+			return nil, err
 		}
 		out = append(out, tol)
 	}
