@@ -286,11 +286,11 @@ func TestCheckTrainJobBadInput(t *testing.T) {
 		"no file":             {[]string{"trainjob"}, ""},
 		"missing file":        {[]string{"trainjob", filepath.Join(dir, "nope.yaml")}, "nope.yaml"},
 		"empty file":          {[]string{"trainjob", write("empty.yaml", "# nothing\n")}, "holds no YAML document"},
-		"other runtime":       {[]string{"trainjob", write("other.yaml", otherRuntime)}, "document 1 (TrainJob \"x\") references ClusterTrainingRuntime \"torch-distributed\""},
+		"other runtime":       {[]string{"trainjob", write("other.yaml", otherRuntime)}, "document 1 (TrainJob \"x\") references \"ClusterTrainingRuntime\" \"torch-distributed\""},
 		"not a job":           {[]string{"trainjob", write("pod.yaml", pod)}, "document 1 is a \"Pod\""},
 		"pod after a job":     {[]string{"trainjob", write("job-pod.yaml", string(good)+"---\n"+pod)}, "document 2 is a \"Pod\""},
 		"runtime after jobs":  {[]string{"trainjob", write("job-other.yaml", string(good)+"---\n"+strings.ReplaceAll(string(good), "name: llama", "name: llama-2")+"---\n"+otherRuntime)}, "document 3 (TrainJob \"x\")"},
-		"TrainingRuntime ref": {[]string{"trainjob", write("kind.yaml", strings.Replace(string(good), "name: torch-distributed-tcpxo", "{name: torch-distributed-tcpxo, kind: TrainingRuntime}", 1))}, "references TrainingRuntime"},
+		"TrainingRuntime ref": {[]string{"trainjob", write("kind.yaml", strings.Replace(string(good), "name: torch-distributed-tcpxo", "{name: torch-distributed-tcpxo, kind: TrainingRuntime}", 1))}, "references \"TrainingRuntime\""},
 		"not YAML":            {[]string{"trainjob", write("bad.yaml", "kind: [\n")}, "bad.yaml"},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -79,3 +79,22 @@ func TestCheckTrainJobHostileFiles(t *testing.T) {
 		}
 	}
 }
+
+// A document's kind, name or runtime is echoed as a bounded excerpt with
+// look-alikes named: a 900 KB kind was quoted whole.
+func TestCheckTrainJobQuotesExcerpts(t *testing.T) {
+	dir := t.TempDir()
+	for name, tc := range map[string]struct{ doc, want string }{
+		"huge kind":       {"apiVersion: v1\nkind: " + strings.Repeat("K", 900<<10) + "\nmetadata: {name: x}\n", "characters of 921600 bytes"},
+		"look-alike kind": {"apiVersion: trainer.kubeflow.org/v1alpha1\nkind: Tr\u0430inJob\nmetadata: {name: x}\n", "U+0430 CYRILLIC SMALL LETTER A"},
+	} {
+		p := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".yaml")
+		if err := os.WriteFile(p, []byte(tc.doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out := runCheck(t, "trainjob", p)
+		if code != cli.ExitUsage || !strings.Contains(out, tc.want) || len(out) > 4096 {
+			t.Errorf("%s: exit %d, %d bytes of output, want 2, at most 4 KiB and %q:\n%.2000s", name, code, len(out), tc.want, out)
+		}
+	}
+}

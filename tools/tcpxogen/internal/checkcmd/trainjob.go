@@ -12,6 +12,7 @@ import (
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
+	"github.com/tcpxogen/tcpxogen/internal/excerpt"
 	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 	"github.com/tcpxogen/tcpxogen/runtimes"
@@ -151,7 +152,7 @@ func trainJobDocs(name string, reports []schema.Report) ([]trainJobDoc, error) {
 	for _, r := range reports {
 		gv, err := k8sschema.ParseGroupVersion(r.APIVersion)
 		if err != nil || gv.WithKind(r.Kind).GroupKind() != want {
-			return nil, cli.BadInput("%s document %d is a %q of apiVersion %q, not a TrainJob (%s): this lint checks TrainJobs of the shipped runtime", name, r.Document, r.Kind, r.APIVersion, trainer.SchemeGroupVersion)
+			return nil, cli.BadInput("%s document %d is a %s of apiVersion %s, not a TrainJob (%s): this lint checks TrainJobs of the shipped runtime", name, r.Document, excerpt.Quote(r.Kind), excerpt.Quote(r.APIVersion), trainer.SchemeGroupVersion)
 		}
 		if r.Defaulted == nil {
 			return nil, cli.BadInput("%s document %d cannot be read as a TrainJob: %v", name, r.Document, r.Err())
@@ -162,8 +163,8 @@ func trainJobDocs(name string, reports []schema.Report) ([]trainJobDoc, error) {
 		}
 		ref := job.Spec.RuntimeRef
 		if ref.Name != runtimes.RuntimeName || ptr.Deref(ref.Kind, trainer.ClusterTrainingRuntimeKind) != trainer.ClusterTrainingRuntimeKind {
-			return nil, cli.BadInput("%s document %d (TrainJob %q) references %s %q, not ClusterTrainingRuntime %s: this lint checks TrainJobs of the shipped runtime",
-				name, r.Document, job.Name, ptr.Deref(ref.Kind, trainer.ClusterTrainingRuntimeKind), ref.Name, runtimes.RuntimeName)
+			return nil, cli.BadInput("%s document %d (TrainJob %s) references %s %s, not ClusterTrainingRuntime %s: this lint checks TrainJobs of the shipped runtime",
+				name, r.Document, excerpt.Quote(job.Name), excerpt.Quote(ptr.Deref(ref.Kind, trainer.ClusterTrainingRuntimeKind)), excerpt.Quote(ref.Name), runtimes.RuntimeName)
 		}
 		docs = append(docs, trainJobDoc{report: r, job: &job})
 	}
