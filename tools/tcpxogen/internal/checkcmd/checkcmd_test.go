@@ -15,6 +15,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/coupling"
 	"github.com/tcpxogen/tcpxogen/validators/realize"
@@ -35,12 +36,40 @@ func TestCheckRealTree(t *testing.T) {
 	}
 }
 
+// A tree whose data files load but whose other files are missing fails its
+// checks (exit 1); a tree whose data files are missing or malformed is bad
+// input (exit 2), as extract says, after the report of what could run.
 func TestCheckBrokenTreeExits1(t *testing.T) {
 	root := t.TempDir()
-	os.WriteFile(filepath.Join(root, "go.mod"), []byte("module github.com/tcpxogen/tcpxogen\n"), 0o644)
+	if err := os.WriteFile(filepath.Join(root, "go.mod"), []byte("module github.com/tcpxogen/tcpxogen\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	code, out := runCheck(t, "--root", root)
-	if code != cli.ExitFailure || !strings.Contains(out, "FAIL") || !strings.Contains(out, "cannot run") {
-		t.Fatalf("exit %d:\n%s", code, out)
+	if code != cli.ExitUsage || !strings.Contains(out, "FAIL") || !strings.Contains(out, "cannot run") || !strings.Contains(out, "bom.yaml") {
+		t.Fatalf("no data files: exit %d, want 2:\n%s", code, out)
+	}
+	if err := os.Mkdir(filepath.Join(root, "bom"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range []string{bom.RepoPath, bom.ReleasesRepoPath, bom.OverridesRepoPath} {
+		data, err := os.ReadFile(filepath.Join("..", "..", "..", "..", filepath.FromSlash(rel)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, filepath.FromSlash(rel)), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out = runCheck(t, "--root", root)
+	if code != cli.ExitFailure || !strings.Contains(out, "cannot run") {
+		t.Fatalf("data files only: exit %d, want 1:\n%s", code, out)
+	}
+	if err := os.WriteFile(filepath.Join(root, filepath.FromSlash(bom.RepoPath)), []byte("images: [\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out = runCheck(t, "--root", root)
+	if code != cli.ExitUsage || !strings.Contains(out, "bom.yaml:") {
+		t.Fatalf("malformed BOM: exit %d, want 2:\n%s", code, out)
 	}
 }
 
