@@ -60,6 +60,9 @@ func runExtract(ctx context.Context, args []string, s Streams) error {
 	if err != nil {
 		return BadInput("%w", err)
 	}
+	if err := checkExtractFlags(lim, *libDir, map[string]extract.SourceSpec{"--source": spec, "--daemon-source": dspec}); err != nil {
+		return err
+	}
 	cfg := extract.Config{Root: r, BOM: b, Source: spec, DaemonSource: dspec, CacheDir: *cacheDir, LibDir: *libDir, Limits: lim}
 	if isTerminal(s.Err) {
 		cfg.Progress = s.Err
