@@ -100,7 +100,7 @@ func TestQuote(t *testing.T) {
 		{"", `""`},
 		{" net-1", `" net-1"`},
 		{"a\x1b[2Jb", `"a\x1b[2Jb" (non-printable U+001B (a control character))`}, // a terminal escape stays visible and inert
-		{long, `"` + escaped + `"` + e}, // MaxShown runes, multi-byte, are shown whole
+		{long, `"` + escaped + `"` + e},                                           // MaxShown runes, multi-byte, are shown whole
 		{long + "z", `"` + escaped + `"… (first 64 characters of 129 bytes)` + e},
 		{"NCCL_D\u0415BUG", `"NCCL_D\u0415BUG" (non-ASCII U+0415 CYRILLIC CAPITAL LETTER IE)`},
 	} {

@@ -43,4 +43,3 @@ func checkExtractFlags(lim imagefs.Limits, libDir string, sources map[string]ext
 	}
 	return nil
 }
-
