@@ -32,7 +32,9 @@
 package recipe
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 
 	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
@@ -144,7 +146,10 @@ func (r *Recipe) Floor() (op string, gbps float64) { return r.floorOp, r.floorGb
 // Load reads and validates the recipe at path. Errors name the path.
 func Load(path string) (*Recipe, error) {
 	data, err := inputfile.Read(path, inputfile.Spec{What: "--recipe", Max: MaxSize})
-	if err != nil {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("reading the recipe: %w (check the --recipe path)", err)
+	case err != nil:
 		return nil, fmt.Errorf("reading the recipe: %w", err)
 	}
 	return Parse(path, data)
