@@ -60,7 +60,7 @@ func runExtract(ctx context.Context, args []string, s Streams) error {
 	if err != nil {
 		return BadInput("%w", err)
 	}
-	if err := checkExtractFlags(lim, *libDir, map[string]extract.SourceSpec{"--source": spec, "--daemon-source": dspec}); err != nil {
+	if err := checkExtractFlags(r, lim, *libDir, map[string]extract.SourceSpec{"--source": spec, "--daemon-source": dspec}); err != nil {
 		return err
 	}
 	cfg := extract.Config{Root: r, BOM: b, Source: spec, DaemonSource: dspec, CacheDir: *cacheDir, LibDir: *libDir, Limits: lim}

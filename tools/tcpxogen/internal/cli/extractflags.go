@@ -16,7 +16,8 @@ import (
 // extract would otherwise only fail on deep inside a run, with exit 1 and a
 // message naming Go identifiers (Limits.MaxCompressedBytes, LibDir): they
 // are bad usage (exit 2), and the message names the flag.
-func checkExtractFlags(lim imagefs.Limits, libDir string, sources map[string]extract.SourceSpec) error {
+// A relative layout directory is under root, as extract resolves it.
+func checkExtractFlags(root string, lim imagefs.Limits, libDir string, sources map[string]extract.SourceSpec) error {
 	for flag, v := range map[string]int64{
 		"--max-read-bytes":     lim.MaxCompressedBytes,
 		"--max-expanded-bytes": lim.MaxExpandedBytes,
@@ -32,7 +33,11 @@ func checkExtractFlags(lim imagefs.Limits, libDir string, sources map[string]ext
 	for flag, spec := range sources {
 		switch spec.Kind {
 		case extract.SourceOCILayout:
-			if _, err := os.Stat(filepath.Join(spec.Arg, "index.json")); err != nil {
+			dir := spec.Arg
+			if !filepath.IsAbs(dir) {
+				dir = filepath.Join(root, dir)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "index.json")); err != nil {
 				return BadInput("%s %s: %s is not an OCI image layout (it has no readable index.json: %w); write one with crane pull --format=oci", flag, spec.Raw, spec.Arg, err)
 			}
 		case extract.SourceSubstitute:
