@@ -315,3 +315,23 @@ func TestDataFileLinkedOutside(t *testing.T) {
 		}
 	}
 }
+
+// --help is output (stdout, exit 0) for every command and subcommand, and
+// lists its flags; a command without any says so rather than printing an
+// empty list.
+func TestHelpGoesToStdout(t *testing.T) {
+	for _, args := range [][]string{
+		{"--help"}, {"help"}, {"extract", "--help"}, {"render", "--help"}, {"render", "runtime", "--help"},
+		{"render", "components", "-h"}, {"check", "--help"}, {"check", "trainjob", "--help"}, {"sbom", "--help"},
+		{"nccl-report", "--help"}, {"validate", "--help"}, {"demo", "--help"},
+	} {
+		var o, e bytes.Buffer
+		code := cli.Main(context.Background(), args, cli.Streams{Out: &o, Err: &e}, allCommands())
+		if code != cli.ExitOK || o.Len() == 0 || e.Len() != 0 {
+			t.Errorf("%q: exit %d, %d bytes of stdout, stderr %q; want 0 and the help on stdout", args, code, o.Len(), e.String())
+		}
+		if strings.HasSuffix(strings.TrimSpace(o.String()), "Flags:") {
+			t.Errorf("%q prints an empty flag list:\n%s", args, o.String())
+		}
+	}
+}

@@ -48,11 +48,13 @@ func Extract() Commands {
 
 // Main runs one subcommand of commands and returns the process exit code.
 func Main(ctx context.Context, args []string, s Streams, commands Commands) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
 		usage(s.Err, commands)
-		if len(args) == 0 {
-			return ExitUsage
-		}
+		return ExitUsage
+	}
+	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		// Asked-for help is the output: stdout, so it pipes into a pager.
+		usage(s.Out, commands)
 		return ExitOK
 	}
 	cmd, ok := commands[args[0]]
@@ -131,9 +133,17 @@ func BadInput(format string, a ...any) error { return usageError{fmt.Errorf(form
 // every subcommand.
 func NewFlags(name, synopsis string, s Streams) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
-	fs.SetOutput(s.Err)
+	// With ContinueOnError pflag prints nothing on a parse error (Main
+	// prints the error) and calls Usage only for -h/--help: asked-for help,
+	// which is the command's output and goes to stdout.
+	fs.SetOutput(s.Out)
 	fs.Usage = func() {
-		fmt.Fprintf(s.Err, "Usage: tcpxogen %s\n\nFlags:\n", synopsis)
+		fmt.Fprintf(s.Out, "Usage: tcpxogen %s\n\n", synopsis)
+		if !fs.HasAvailableFlags() {
+			fmt.Fprintln(s.Out, "Flags: none besides -h, --help.")
+			return
+		}
+		fmt.Fprintln(s.Out, "Flags:")
 		fs.PrintDefaults()
 	}
 	return fs

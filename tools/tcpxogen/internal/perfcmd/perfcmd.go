@@ -41,7 +41,7 @@ func run(_ context.Context, args []string, s cli.Streams) error {
 	flagsUsage := fs.Usage
 	fs.Usage = func() {
 		flagsUsage()
-		fmt.Fprintf(s.Err, "\n%s\nExit status: 0 the run passed; 1 it failed (wrong results, truncated, one node, wrong network or plugin, below the floor); 2 bad usage, or the log is not nccl-tests output or is from a collective other than all_reduce_perf.\n", busbw.FormatsHelp)
+		fmt.Fprintf(s.Out, "\n%s\nExit status: 0 the run passed; 1 it failed (wrong results, truncated, one node, wrong network or plugin, below the floor); 2 bad usage, or the log is not nccl-tests output or is from a collective other than all_reduce_perf.\n", busbw.FormatsHelp)
 	}
 	logPath := fs.String("log", "", "`FILE` holding the nccl-tests all_reduce_perf output, e.g. kubectl logs of the benchmark launcher (required)")
 	floorFlag := fs.String("floor", DefaultFloor, fmt.Sprintf(`declared busbw floor in GB/s as a recipe writes it: ">= N", "> N" or "N", N a plain decimal up to %d; the run passes at 0.9 × N`, bandwidth.MaxGBps))

@@ -327,9 +327,10 @@ func TestUnwritableOut(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	code, _, stderr := ncclReport(t, "--help")
-	if code != cli.ExitOK || !strings.Contains(stderr, "--plugin-version") || !strings.Contains(stderr, tcpxo.PluginVersion) {
-		t.Fatalf("exit %d: %s", code, stderr)
+	// Asked-for help is output: stdout.
+	code, stderr, errs := ncclReport(t, "--help")
+	if code != cli.ExitOK || errs != "" || !strings.Contains(stderr, "--plugin-version") || !strings.Contains(stderr, tcpxo.PluginVersion) || !strings.Contains(stderr, "--log FILE") {
+		t.Fatalf("exit %d: %s%s", code, stderr, errs)
 	}
 	// The help names the formats and prefixes the parser reads, and the
 	// exit-code contract.

@@ -34,11 +34,12 @@ var subcommands = map[string]func(context.Context, []string, cli.Streams) error{
 }
 
 func run(ctx context.Context, args []string, s cli.Streams) error {
-	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" {
+	if len(args) == 0 {
 		fmt.Fprintln(s.Err, "Usage: tcpxogen render runtime|components|goldens [flags]")
-		if len(args) == 0 {
-			return cli.BadInput("name what to render: runtime, components or goldens")
-		}
+		return cli.BadInput("name what to render: runtime, components or goldens")
+	}
+	if args[0] == "--help" || args[0] == "-h" {
+		fmt.Fprintln(s.Out, "Usage: tcpxogen render runtime|components|goldens [flags]\n\nRun `tcpxogen render runtime --help` (or components, goldens) for the flags.")
 		return nil
 	}
 	sub, ok := subcommands[args[0]]
