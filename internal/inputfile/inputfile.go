@@ -42,6 +42,10 @@ const (
 	// MaxKubeconfig bounds --kubeconfig; kubectl's own files are a few KiB
 	// even with embedded certificates.
 	MaxKubeconfig = 4 << 20
+	// MaxSource bounds the checkout's own files a command reads (the
+	// generated Go file, the goldens, the guide, go.mod): each is tens of
+	// KiB.
+	MaxSource = 4 << 20
 	// MaxLog bounds an nccl-report --log: a 64-rank run at NCCL_DEBUG=INFO
 	// logs a few MiB; 1 GiB leaves room for TRACE without reading a disk
 	// image by mistake.

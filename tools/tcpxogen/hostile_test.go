@@ -335,3 +335,48 @@ func TestHelpGoesToStdout(t *testing.T) {
 		}
 	}
 }
+
+// A FIFO where the generated file belongs no longer hangs the commands that
+// read it: sbom and extract refuse it (exit 2), check reports the checks it
+// could not run (exit 1).
+func TestGeneratedFileFIFO(t *testing.T) {
+	root := repoRoot(t)
+	r := t.TempDir()
+	if err := os.WriteFile(filepath.Join(r, "go.mod"), []byte("module github.com/tcpxogen/tcpxogen\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range []string{bom.RepoPath, bom.ReleasesRepoPath, bom.OverridesRepoPath} {
+		data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(r, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gen := filepath.Join(r, "generated", "tcpxo", "zz_generated.go")
+	if err := os.MkdirAll(filepath.Dir(gen), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(gen, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"sbom", "--root", r}, cli.ExitUsage},
+		{[]string{"extract", "--root", r, "--cache-dir", ""}, cli.ExitUsage},
+		{[]string{"check", "--root", r}, cli.ExitFailure},
+	} {
+		var o, e bytes.Buffer
+		code := cli.Main(context.Background(), tc.args, cli.Streams{Out: &o, Err: &e}, allCommands())
+		if code != tc.code || !strings.Contains(o.String()+e.String(), "is a FIFO") {
+			t.Errorf("%q: exit %d, want %d and the FIFO named:\n%.2000s%.2000s", tc.args, code, tc.code, o.String(), e.String())
+		}
+	}
+}

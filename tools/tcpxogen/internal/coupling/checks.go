@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -480,7 +479,7 @@ func checkReproducible(ctx context.Context, t *Tree) Result {
 	}
 	var stale []string
 	for _, rel := range slices.Sorted(maps.Keys(rendered)) {
-		current, err := os.ReadFile(filepath.Join(t.Root, filepath.FromSlash(rel)))
+		current, err := readSource(filepath.Join(t.Root, filepath.FromSlash(rel)))
 		if err != nil || !bytes.Equal(current, rendered[rel]) {
 			stale = append(stale, rel)
 		}
