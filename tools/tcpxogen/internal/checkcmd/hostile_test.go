@@ -98,3 +98,21 @@ func TestCheckTrainJobQuotesExcerpts(t *testing.T) {
 		}
 	}
 }
+
+// A type error is reported by field, in the API server's words, not as the
+// converter's Go type ("unrecognized type: int32").
+func TestCheckTrainJobTypeErrorNamesTheField(t *testing.T) {
+	good, err := os.ReadFile(filepath.Join("testdata", "trainjob-env-debug.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.Replace(string(good), "    image: ", "    numNodes: \"two\"\n    image: ", 1)
+	p := filepath.Join(t.TempDir(), "type.yaml")
+	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out := runCheck(t, "trainjob", p)
+	if code != cli.ExitUsage || !strings.Contains(out, "spec.trainer.numNodes") || strings.Contains(out, "int32") {
+		t.Errorf("exit %d, want 2 and the field named without Go types:\n%s", code, out)
+	}
+}

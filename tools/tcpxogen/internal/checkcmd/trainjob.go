@@ -88,12 +88,7 @@ const maxFindingsShown = 20
 func refuseRejected(w io.Writer, name string, docs []trainJobDoc) error {
 	var rejected []string
 	for _, d := range docs {
-		var why []schema.Finding
-		for _, f := range d.report.Findings {
-			if rejects(f) {
-				why = append(why, f)
-			}
-		}
+		why := rejections(d.report.Findings)
 		if len(why) == 0 {
 			continue
 		}
@@ -111,6 +106,30 @@ func refuseRejected(w io.Writer, name string, docs []trainJobDoc) error {
 	}
 	return cli.BadInput("%s: the API server would reject %d of %d TrainJob document(s) (%s); nothing was realized: fix the findings above first",
 		name, len(rejected), len(docs), strings.Join(rejected, "; "))
+}
+
+// rejections returns the findings for which the API server refuses the
+// object.
+func rejections(findings []schema.Finding) []schema.Finding {
+	var why []schema.Finding
+	for _, f := range findings {
+		if rejects(f) {
+			why = append(why, f)
+		}
+	}
+	return why
+}
+
+// findingList joins findings for one message, at most maxFindingsShown.
+func findingList(fs []schema.Finding) string {
+	parts := make([]string, 0, min(len(fs), maxFindingsShown)+1)
+	for _, f := range fs[:min(len(fs), maxFindingsShown)] {
+		parts = append(parts, f.String())
+	}
+	if n := len(fs) - maxFindingsShown; n > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more", n))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // rejects reports whether the API server refuses the object for f, rather
@@ -159,6 +178,12 @@ func trainJobDocs(name string, reports []schema.Report) ([]trainJobDoc, error) {
 		}
 		var job trainer.TrainJob
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(r.Defaulted.Object, &job); err != nil {
+			// The converter speaks in Go types ("unrecognized type:
+			// int32"); the schema proof already said which field is wrong
+			// and how, in the API server's words.
+			if why := rejections(r.Findings); len(why) > 0 {
+				return nil, cli.BadInput("%s document %d cannot be read as a TrainJob: %s", name, r.Document, findingList(why))
+			}
 			return nil, cli.BadInput("%s document %d cannot be read as a TrainJob: %w", name, r.Document, err)
 		}
 		ref := job.Spec.RuntimeRef
