@@ -110,6 +110,7 @@ func Write(path string, data []byte, perm os.FileMode) error {
 	if err != nil {
 		return err
 	}
+	sweepStale(target)
 	tmp, held, err := stageFile(target, data, perm)
 	if err != nil {
 		return err
@@ -158,6 +159,9 @@ func (s Set) Commit(perm os.FileMode) (changed []string, err error) {
 	}()
 	for _, p := range paths {
 		dst := targets[p]
+		// Swept even when the content is unchanged: the run after a killed
+		// one usually writes the same bytes.
+		sweepStale(dst)
 		if old, rerr := os.ReadFile(dst); rerr == nil && bytes.Equal(old, s[p]) {
 			continue
 		} else if rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
@@ -192,7 +196,6 @@ func stageFile(path string, data []byte, perm os.FileMode) (string, *os.File, er
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", nil, fmt.Errorf("create directory for %s: %w", path, err)
 	}
-	sweepStale(path)
 	tmp, err := os.CreateTemp(dir, tempPrefix(path)+"*")
 	if err != nil {
 		return "", nil, fmt.Errorf("create temp file for %s: %w", path, err)

@@ -170,3 +170,24 @@ func TestSweepsStaleTemporaries(t *testing.T) {
 		}
 	}
 }
+
+// The sweep runs even when the new content equals the old, which is the
+// usual case for the run after a killed extract.
+func TestSweepsWhenUnchanged(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "zz_generated.go")
+	if err := os.WriteFile(target, []byte("same"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(dir, ".zz_generated.go.tmp-42")
+	if err := os.WriteFile(stale, []byte("partial"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	changed, err := Set{target: []byte("same")}.Commit(0o644)
+	if err != nil || len(changed) != 0 {
+		t.Fatalf("Commit = %v, %v; want nothing changed", changed, err)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the stale temporary survived an unchanged commit: %v", err)
+	}
+}
