@@ -243,7 +243,15 @@ var validationCases = []validationCase{
 		// Not even decodable: the server fails the request before validating anything.
 		name: "runtime/metadata not an object", fixture: "clustertrainingruntime.yaml",
 		mutate: func(tb testing.TB, o map[string]any) { o["metadata"] = "torch-fixture" },
-		want:   []Finding{{Kind: FindingInvalid, Path: "metadata", Detail: "does not decode as ObjectMeta"}},
+		want:   []Finding{{Kind: FindingInvalid, Path: "metadata", Detail: "metadata does not decode"}},
+		server: serverRejects,
+	},
+	{
+		// YAML reads an unquoted y/yes/on as true: said in field and YAML
+		// terms, not the decoder's Go struct fields.
+		name: "runtime/metadata.name a boolean", fixture: "clustertrainingruntime.yaml",
+		mutate: func(tb testing.TB, o map[string]any) { set(tb, o, true, "metadata", "name") },
+		want:   []Finding{{Kind: FindingInvalid, Path: "metadata", Detail: "metadata.name must be a string, not true/false (quote the value)"}},
 		server: serverRejects,
 	},
 	{
