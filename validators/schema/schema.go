@@ -30,6 +30,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"sigs.k8s.io/yaml"
+
+	"github.com/tcpxogen/tcpxogen/internal/excerpt"
 )
 
 // Finding kinds. A finding of any kind makes a report not OK.
@@ -116,7 +118,7 @@ func (r Report) describe() string {
 	case r.Namespace != "" && r.Name != "":
 		fmt.Fprintf(&b, " %s/%s", r.Namespace, r.Name)
 	case r.Name != "":
-		fmt.Fprintf(&b, " %q", r.Name)
+		fmt.Fprintf(&b, " %s", excerpt.Quote(r.Name))
 	}
 	if r.Document > 0 {
 		fmt.Fprintf(&b, " (document %d)", r.Document)
@@ -342,7 +344,7 @@ func (v *Validator) validate(u map[string]any) Report {
 	gv, err := k8sschema.ParseGroupVersion(r.APIVersion)
 	if err != nil {
 		r.Findings = append(r.Findings, Finding{Path: "apiVersion", Kind: FindingUnknownKind,
-			Detail: fmt.Sprintf("cannot parse apiVersion %q: %v", r.APIVersion, err)})
+			Detail: fmt.Sprintf("cannot parse apiVersion %s: want GROUP/VERSION, or v1 for the core group", excerpt.Quote(r.APIVersion))})
 		return r
 	}
 	gvk := gv.WithKind(r.Kind)
@@ -350,7 +352,7 @@ func (v *Validator) validate(u map[string]any) Report {
 		cv, ok := kind.versions[gvk.Version]
 		if !ok {
 			r.Findings = append(r.Findings, Finding{Path: "apiVersion", Kind: FindingUnknownKind,
-				Detail: fmt.Sprintf("CRD %s does not serve version %q; use one of %s", kind.crdName, gvk.Version, strings.Join(slices.Sorted(maps.Keys(kind.versions)), ", "))})
+				Detail: fmt.Sprintf("CRD %s does not serve version %s; use one of %s", kind.crdName, excerpt.Quote(gvk.Version), strings.Join(slices.Sorted(maps.Keys(kind.versions)), ", "))})
 			return r
 		}
 		v.validateCustomResource(cv, u, &r)
