@@ -11,7 +11,6 @@ import (
 	"io"
 	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/atomicfile"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
@@ -116,7 +116,7 @@ func stepExtract(ctx context.Context, st *state) error {
 	}
 	st.files[generatedOutput] = code
 	same := "matches"
-	committed, err := os.ReadFile(filepath.Join(st.root, coupling.GeneratedFile))
+	committed, err := inputfile.Read(filepath.Join(st.root, coupling.GeneratedFile), inputfile.Spec{What: "generated file", Max: inputfile.MaxSource})
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		same = "has no counterpart in"
