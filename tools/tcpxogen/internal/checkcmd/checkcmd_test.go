@@ -130,7 +130,7 @@ func TestCheckTrainJob(t *testing.T) {
 			"FAIL  resource lost: limits nvidia.com/gpu (8 -> <none>)", "FAIL  env overridden: env NCCL_SOCKET_IFNAME (eth0 -> eth1)",
 			"would lose the GPUDirect-TCPXO fabric",
 		}},
-		{file: "trainjob-patch-resources.yaml", code: cli.ExitFailure, want: []string{"FAIL  schema: pruned", "resources", "vanishes silently"}},
+		{file: "trainjob-patch-resources.yaml", code: cli.ExitFailure, want: []string{"FAIL  schema: line 22: pruned", "resources", "vanishes silently"}},
 		{
 			// Issue 4076's shape: wiring intact, no rendezvous, on every version.
 			file: "trainjob-bare.yaml", code: cli.ExitFailure,

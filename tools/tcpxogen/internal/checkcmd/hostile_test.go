@@ -112,7 +112,8 @@ func TestCheckTrainJobTypeErrorNamesTheField(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out := runCheck(t, "trainjob", p)
-	if code != cli.ExitUsage || !strings.Contains(out, "spec.trainer.numNodes") || strings.Contains(out, "int32") {
+	line := strings.Count(doc[:strings.Index(doc, "numNodes")], "\n") + 1
+	if code != cli.ExitUsage || !strings.Contains(out, fmt.Sprintf("line %d: invalid spec.trainer.numNodes", line)) || strings.Contains(out, "int32") {
 		t.Errorf("exit %d, want 2 and the field named without Go types:\n%s", code, out)
 	}
 }

@@ -46,11 +46,12 @@ func lintTrainJob(ctx context.Context, args []string, s cli.Streams) error {
 	if err != nil {
 		return cli.BadInput("%s: %w", name, err)
 	}
-	docs, err := trainJobDocs(name, reports)
+	lines := locate(data)
+	docs, err := trainJobDocs(name, reports, lines)
 	if err != nil {
 		return err
 	}
-	if err := refuseRejected(s.Out, name, docs); err != nil {
+	if err := refuseRejected(s.Out, name, docs, lines); err != nil {
 		return err
 	}
 	rt, err := runtimes.Shipped()
@@ -59,7 +60,7 @@ func lintTrainJob(ctx context.Context, args []string, s cli.Streams) error {
 	}
 	var failed []string
 	for _, d := range docs {
-		reasons, err := lintDoc(ctx, s.Out, rt, d)
+		reasons, err := lintDoc(ctx, s.Out, rt, d, lines)
 		if err != nil {
 			return fmt.Errorf("%s document %d: %w", name, d.report.Document, err)
 		}
@@ -85,7 +86,7 @@ const maxFindingsShown = 20
 // document before anything can be judged. Pruned fields are not a
 // rejection: the object is created without them, and realizing what remains
 // shows what that loses (exit 1).
-func refuseRejected(w io.Writer, name string, docs []trainJobDoc) error {
+func refuseRejected(w io.Writer, name string, docs []trainJobDoc, lines docLines) error {
 	var rejected []string
 	for _, d := range docs {
 		why := rejections(d.report.Findings)
@@ -94,7 +95,7 @@ func refuseRejected(w io.Writer, name string, docs []trainJobDoc) error {
 		}
 		p := printer{w: w, prefix: d.label()}
 		for _, f := range why[:min(len(why), maxFindingsShown)] {
-			p.line("FAIL", "schema: %s (the API server rejects the TrainJob)", f)
+			p.line("FAIL", "schema: %s%s (the API server rejects the TrainJob)", lines.at(d.report.Document, f.Path), f)
 		}
 		if n := len(why) - maxFindingsShown; n > 0 {
 			p.line("", "... and %d more schema finding(s)", n)
@@ -121,10 +122,10 @@ func rejections(findings []schema.Finding) []schema.Finding {
 }
 
 // findingList joins findings for one message, at most maxFindingsShown.
-func findingList(fs []schema.Finding) string {
+func findingList(doc int, fs []schema.Finding, lines docLines) string {
 	parts := make([]string, 0, min(len(fs), maxFindingsShown)+1)
 	for _, f := range fs[:min(len(fs), maxFindingsShown)] {
-		parts = append(parts, f.String())
+		parts = append(parts, lines.at(doc, f.Path)+f.String())
 	}
 	if n := len(fs) - maxFindingsShown; n > 0 {
 		parts = append(parts, fmt.Sprintf("and %d more", n))
@@ -162,7 +163,7 @@ func (d trainJobDoc) label() string {
 // trainJobDocs decodes every document, refusing the file (exit 2) if any
 // is not a TrainJob of the shipped runtime: judging only some of a file's
 // documents would pass what the rest loses.
-func trainJobDocs(name string, reports []schema.Report) ([]trainJobDoc, error) {
+func trainJobDocs(name string, reports []schema.Report, lines docLines) ([]trainJobDoc, error) {
 	if len(reports) == 0 {
 		return nil, cli.BadInput("%s holds no YAML document", name)
 	}
@@ -182,7 +183,7 @@ func trainJobDocs(name string, reports []schema.Report) ([]trainJobDoc, error) {
 			// int32"); the schema proof already said which field is wrong
 			// and how, in the API server's words.
 			if why := rejections(r.Findings); len(why) > 0 {
-				return nil, cli.BadInput("%s document %d cannot be read as a TrainJob: %s", name, r.Document, findingList(why))
+				return nil, cli.BadInput("%s document %d cannot be read as a TrainJob: %s", name, r.Document, findingList(r.Document, why, lines))
 			}
 			return nil, cli.BadInput("%s document %d cannot be read as a TrainJob: %w", name, r.Document, err)
 		}
@@ -198,11 +199,11 @@ func trainJobDocs(name string, reports []schema.Report) ([]trainJobDoc, error) {
 
 // lintDoc prints one document's verdict lines and returns why it fails
 // (nothing when it passes).
-func lintDoc(ctx context.Context, w io.Writer, rt *trainer.ClusterTrainingRuntime, d trainJobDoc) ([]string, error) {
+func lintDoc(ctx context.Context, w io.Writer, rt *trainer.ClusterTrainingRuntime, d trainJobDoc, lines docLines) ([]string, error) {
 	p := printer{w: w, prefix: d.label()}
 	var reasons []string
 	for _, f := range d.report.Findings[:min(len(d.report.Findings), maxFindingsShown)] {
-		p.line("FAIL", "schema: %s (the API server would drop or reject this; on a cluster it vanishes silently)", f)
+		p.line("FAIL", "schema: %s%s (the API server would drop or reject this; on a cluster it vanishes silently)", lines.at(d.report.Document, f.Path), f)
 	}
 	if n := len(d.report.Findings) - maxFindingsShown; n > 0 {
 		p.line("", "... and %d more schema finding(s)", n)
