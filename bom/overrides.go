@@ -76,7 +76,7 @@ func (o *Overrides) validate(c *checker) {
 	for i, ov := range o.Overrides {
 		p := path{"overrides"}.index(i)
 		if c.require(p.key("name"), ov.Name, "name the environment variable") && !envNameRE.MatchString(ov.Name) {
-			c.add(p.key("name"), fmt.Sprintf("%q is not an environment variable name", ov.Name), "use letters, digits and underscores, not starting with a digit", nil)
+			c.add(p.key("name"), fmt.Sprintf("%s is not an environment variable name", quote(ov.Name)), "use letters, digits and underscores, not starting with a digit", nil)
 		}
 		if first, dup := seen[ov.Name]; dup && ov.Name != "" {
 			c.add(p.key("name"), fmt.Sprintf("%s already has an override (entry %d)", ov.Name, first), "keep one entry per variable", nil)
@@ -85,7 +85,7 @@ func (o *Overrides) validate(c *checker) {
 		rule, ok := actionRules[ov.Action]
 		switch {
 		case !ok:
-			c.add(p.key("action"), fmt.Sprintf("%q is not an action", ov.Action), "use one of "+strings.Join(actionNames(), ", "), nil)
+			c.add(p.key("action"), fmt.Sprintf("%s is not an action", quote(ov.Action)), "use one of "+strings.Join(actionNames(), ", "), nil)
 		case rule.needsValue && ov.Value == "":
 			c.absent(p.key("value"), fmt.Sprintf("action %s ships a value: set it", ov.Action))
 		case !rule.needsValue && ov.Value != "":
@@ -158,12 +158,12 @@ func staleness(ov Override, inProfile bool, current string, contextual bool, pub
 		return fmt.Sprintf("%s %s, but the profile no longer exports %s (renamed or dropped?)", ov.Action, ov.Name, ov.Name),
 			"update the entry to the profile's new variable, or delete it"
 	case !rule.inProfile && inProfile:
-		return fmt.Sprintf("adds %s, but the profile now exports it (as %q)", ov.Name, current),
+		return fmt.Sprintf("adds %s, but the profile now exports it (as %s)", ov.Name, quote(current)),
 			"delete the entry if the profile's value is right, or change the action to replace"
 	case ov.Action == ActionReplace && current == ov.Value:
-		return fmt.Sprintf("replaces %s with %q, which is already the profile's value", ov.Name, ov.Value), "delete the redundant entry"
+		return fmt.Sprintf("replaces %s with %s, which is already the profile's value", ov.Name, quote(ov.Value)), "delete the redundant entry"
 	case ov.Action == ActionPin && !contextual && current == ov.Value:
-		return fmt.Sprintf("pins %s to %q, but the profile's value no longer depends on the environment and already is that", ov.Name, ov.Value),
+		return fmt.Sprintf("pins %s to %s, but the profile's value no longer depends on the environment and already is that", ov.Name, quote(ov.Value)),
 			"delete the redundant entry"
 	}
 	return "", ""
@@ -183,7 +183,7 @@ func followProfileStaleness(ov Override, inProfile bool, current string, publish
 	case pub == nil && !inProfile:
 		return fmt.Sprintf("follows the profile for %s, but neither the published list nor the profile has it", ov.Name), "delete the stale entry"
 	case pub != nil && inProfile && pub.Value == current:
-		return fmt.Sprintf("follows the profile for %s, but the published list and the profile now agree (%q)", ov.Name, current), "delete the stale entry"
+		return fmt.Sprintf("follows the profile for %s, but the published list and the profile now agree (%s)", ov.Name, quote(current)), "delete the stale entry"
 	}
 	return "", ""
 }

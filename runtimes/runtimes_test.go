@@ -171,9 +171,15 @@ func TestEncodeJSONAndYAML(t *testing.T) {
 	if _, err := Encode("toml", nil, rt); err == nil {
 		t.Fatal("unknown format accepted")
 	}
-	a, _ := Encode(FormatYAML, nil, rt)
-	b, _ := Encode(FormatYAML, nil, rt)
-	if string(a) != string(b) {
+	a, err := Encode(FormatYAML, nil, rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Encode(FormatYAML, nil, rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a) == 0 || string(a) != string(b) {
 		t.Fatal("YAML output is not deterministic")
 	}
 }

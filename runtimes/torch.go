@@ -65,19 +65,29 @@ func LoadInputs(root string) (*Inputs, error) {
 	return &Inputs{Facts: GeneratedFacts(), BOM: b, Releases: r, Overrides: o}, nil
 }
 
-// Shipped builds torch-distributed-tcpxo as the goldens carry it (example
-// network names), from the checkout found upwards from the working
-// directory: what proofs and reports realize when they mean "what ships".
-func Shipped() (*trainer.ClusterTrainingRuntime, error) {
+// ShippedInputs loads the reviewed inputs of the checkout found upwards from
+// the working directory, or, outside any checkout (a binary installed on its
+// own), the ones built into the binary.
+func ShippedInputs() (*Inputs, error) {
 	wd, err := os.Getwd()
 	if err != nil {
 		return nil, err
 	}
-	root, err := bom.FindRoot(wd)
+	if root, err := bom.FindRoot(wd); err == nil {
+		return LoadInputs(root)
+	}
+	b, r, o, err := bom.LoadEmbedded()
 	if err != nil {
 		return nil, err
 	}
-	in, err := LoadInputs(root)
+	return &Inputs{Facts: GeneratedFacts(), BOM: b, Releases: r, Overrides: o}, nil
+}
+
+// Shipped builds torch-distributed-tcpxo as the goldens carry it (example
+// network names), from ShippedInputs: what proofs and reports realize when
+// they mean "what ships".
+func Shipped() (*trainer.ClusterTrainingRuntime, error) {
+	in, err := ShippedInputs()
 	if err != nil {
 		return nil, err
 	}

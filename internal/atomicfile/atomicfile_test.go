@@ -22,13 +22,16 @@ func TestCommitWritesChangedOnly(t *testing.T) {
 	if len(got) != 1 || got[0] != changed {
 		t.Fatalf("changed = %v, want only %s", got, changed)
 	}
-	if st, _ := os.Stat(same); !st.ModTime().Equal(old) {
-		t.Error("an unchanged file was rewritten")
+	if st, err := os.Stat(same); err != nil || !st.ModTime().Equal(old) {
+		t.Errorf("an unchanged file was rewritten (%v)", err)
 	}
-	if data, _ := os.ReadFile(changed); string(data) != "b" {
-		t.Errorf("new file holds %q", data)
+	if data, err := os.ReadFile(changed); err != nil || string(data) != "b" {
+		t.Errorf("new file holds %q (%v)", data, err)
 	}
-	entries, _ := os.ReadDir(filepath.Join(dir, "sub"))
+	entries, err := os.ReadDir(filepath.Join(dir, "sub"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(entries) != 1 {
 		t.Errorf("temp files left behind: %v", entries)
 	}
@@ -39,7 +42,9 @@ func TestCommitIsAllOrNothing(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "a.go")
 	blocker := filepath.Join(dir, "file")
-	os.WriteFile(blocker, []byte("x"), 0o644)
+	if err := os.WriteFile(blocker, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	bad := filepath.Join(blocker, "b.go") // parent is a file: staging fails
 	if _, err := (Set{good: []byte("new"), bad: []byte("new")}).Commit(0o644); err == nil {
 		t.Fatal("commit into an impossible path succeeded")
@@ -47,7 +52,10 @@ func TestCommitIsAllOrNothing(t *testing.T) {
 	if _, err := os.Stat(good); !os.IsNotExist(err) {
 		t.Fatalf("a file of a failed set was written: %v", err)
 	}
-	entries, _ := os.ReadDir(dir)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(entries) != 1 {
 		t.Fatalf("leftovers after a failed commit: %v", entries)
 	}

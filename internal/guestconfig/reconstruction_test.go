@@ -14,7 +14,7 @@ import (
 // The reconstruction's checker files must agree with the profiles they
 // stand beside: every rule names a variable the profile exports, with the
 // profile's value. The profiles are the generated v1.0.15 constants; the
-// facts (tcpxo-facts.md, "/scripts = tcpxo_scripts/ of the tag") record the
+// facts (testdata/installer/GUEST-CONFIG.md, end) record the
 // default and simple profiles as byte-identical from v1.0.14 to v1.0.17, so
 // v1.0.14 is checked against the same ones.
 func TestReconstructionMatchesProfiles(t *testing.T) {

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -26,6 +25,7 @@ import (
 	"github.com/kubeflow/trainer/v2/pkg/constants"
 
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/validators/wiring"
 )
@@ -191,7 +191,7 @@ func ShippedBenchmark() (*trainer.TrainingRuntime, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(runtimes.GoldenBenchmark)))
+	data, err := inputfile.Read(filepath.Join(root, filepath.FromSlash(runtimes.GoldenBenchmark)), inputfile.Spec{What: "benchmark golden", Max: inputfile.MaxSource})
 	if err != nil {
 		return nil, fmt.Errorf("reading the benchmark: %w", err)
 	}
@@ -266,6 +266,9 @@ type Row struct {
 	// Survives says, per wiring category, whether everything the runtime
 	// set reaches the realized node pod unchanged.
 	Survives map[string]bool `json:"survives,omitempty"`
+	// LosesFabric lists the categories in which a change loses the fabric
+	// by Judge; a change the fabric rule set allows is in Changes only.
+	LosesFabric []string `json:"losesFabric,omitempty"`
 	// Changes lists what was lost or changed; Added what the trainer or
 	// the TrainJob added. Both in wiring.Diff order.
 	Changes []string `json:"changes,omitempty"`
@@ -325,6 +328,7 @@ func RowOf(ctx context.Context, c Case) Row {
 		return row
 	}
 	row.Survives = survival(o)
+	row.LosesFabric = losesFabric(o)
 	for _, ch := range o.Changes {
 		if ch.IsAddition() {
 			row.Added = append(row.Added, ch.String())
@@ -356,41 +360,73 @@ func survival(o *Outcome) map[string]bool {
 		s[k] = true
 	}
 	for _, ch := range o.Changes {
-		if ch.IsAddition() {
-			continue
-		}
-		// wiring.Diff reports a sidecar's env, mounts, capabilities and resources
-		// under its own path; they belong to the sidecar, not the node.
-		if strings.HasPrefix(ch.Path, "initContainer ") {
-			s["sidecars"] = false
-			continue
-		}
-		switch ch.What {
-		case wiring.AnnotationLost, wiring.AnnotationChanged:
-			s["annotations"] = false
-		case wiring.InitContainerLost, wiring.InitContainerChanged:
-			s["sidecars"] = false
-		case wiring.VolumeLost, wiring.VolumeChanged:
-			s["volumes"] = false
-		case wiring.NodeContainerLost:
-			s["node container"] = false
-		case wiring.EnvLost, wiring.EnvOverridden, wiring.EnvReordered:
-			s["node env"] = false
-		case wiring.MountLost, wiring.MountChanged:
-			s["node mounts"] = false
-		case wiring.CapabilityLost:
-			s["node capabilities"] = false
-		case wiring.ResourceLost, wiring.ResourceChanged:
-			s["node resources"] = false
-			switch ch.Path {
-			case "limits " + gpuResource:
-				s["gpu limit"] = false
-			case "requests " + gpuResource:
-				s["gpu request"] = false
-			}
+		for _, k := range categories(ch) {
+			s[k] = false
 		}
 	}
 	return s
+}
+
+// losesFabric lists, in SurvivalCategories order, the categories in which a
+// change the TrainJob made loses the fabric by the one fabric decision,
+// Judge, with the guest config rules of the runtime's profile. A change the
+// fabric rule set allows (NCCL_DEBUG, say) is in Changes but not here, and
+// neither is a rule the case's runtime itself does not meet.
+func losesFabric(o *Outcome) []string {
+	lost := map[string]bool{}
+	for _, j := range Judge(o.RuntimeWiring, o.Wiring, runtimes.RulesFor(runtimes.GeneratedFacts(), o.RuntimeWiring.NodeEnv)) {
+		if j.What == EnvRule || !j.LosesFabric() {
+			continue
+		}
+		for _, k := range categories(j.Change) {
+			lost[k] = true
+		}
+	}
+	var out []string
+	for _, k := range SurvivalCategories {
+		if lost[k] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// categories names the SurvivalCategories a lost or changed element belongs
+// to; an addition belongs to none.
+func categories(ch wiring.Change) []string {
+	if ch.IsAddition() {
+		return nil
+	}
+	// wiring.Diff reports a sidecar's env, mounts, capabilities and resources
+	// under its own path; they belong to the sidecar, not the node.
+	if strings.HasPrefix(ch.Path, "initContainer ") {
+		return []string{"sidecars"}
+	}
+	switch ch.What {
+	case wiring.AnnotationLost, wiring.AnnotationChanged:
+		return []string{"annotations"}
+	case wiring.InitContainerLost, wiring.InitContainerChanged:
+		return []string{"sidecars"}
+	case wiring.VolumeLost, wiring.VolumeChanged:
+		return []string{"volumes"}
+	case wiring.NodeContainerLost:
+		return []string{"node container"}
+	case wiring.EnvLost, wiring.EnvOverridden, wiring.EnvReordered:
+		return []string{"node env"}
+	case wiring.MountLost, wiring.MountChanged:
+		return []string{"node mounts"}
+	case wiring.CapabilityLost:
+		return []string{"node capabilities"}
+	case wiring.ResourceLost, wiring.ResourceChanged:
+		switch ch.Path {
+		case "limits " + gpuResource:
+			return []string{"node resources", "gpu limit"}
+		case "requests " + gpuResource:
+			return []string{"node resources", "gpu request"}
+		}
+		return []string{"node resources"}
+	}
+	return nil
 }
 
 const gpuResource = "nvidia.com/gpu"

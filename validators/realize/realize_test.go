@@ -281,20 +281,6 @@ func TestTrainerVersion(t *testing.T) {
 	}
 }
 
-func TestVersionFromSourcePath(t *testing.T) {
-	for in, want := range map[string]string{
-		"/root/go/pkg/mod/github.com/kubeflow/trainer/v2@v2.3.0/pkg/runtime/core/core.go": "v2.3.0",
-		"github.com/kubeflow/trainer/v2@v2.2.0/pkg/runtime/core/core.go":                  "v2.2.0", // -trimpath
-		`C:\mod\github.com\kubeflow\trainer\v2@v2.4.0-rc.1\pkg\runtime\core\core.go`:      "v2.4.0-rc.1",
-		"/src/trainer/pkg/runtime/core/core.go":                                           "(devel)",
-		"":                                                                                UnknownVersion,
-	} {
-		if got := versionFromSourcePath(strings.ReplaceAll(in, `\`, "/"), TrainerModule); got != want {
-			t.Errorf("versionFromSourcePath(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // TestMPILauncherAsTrainerStep records why the derived benchmark labels its node
 // job, not its launcher, as the trainer step. Upstream MPI runtimes label
 // the launcher, but they also run the launcher as a node; without that,

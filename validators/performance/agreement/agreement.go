@@ -2,7 +2,7 @@
 // the one the recipe's GPU-NIC mapping renders: the "recipe → deployed →
 // rendered agree" step that must pass before a benchmark derived from the
 // deployed runtime may be called evidence about what ships (runtimeSource
-// "shipped", see DESIGN.md).
+// "shipped", see docs/design.md).
 //
 // A deployed object never equals its manifest byte for byte: the API server
 // adds metadata (uid, resourceVersion, generation, creationTimestamp,

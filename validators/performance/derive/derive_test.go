@@ -512,3 +512,33 @@ func TestDeriveRejectsIncompleteShipped(t *testing.T) {
 		}
 	})
 }
+
+// TestGoldenRunsFromTheInstallerImage: Google's samples run nccl-tests from
+// the installer image (its MPI build, sshd on port 222); so does the
+// committed benchmark, with no example image left in it.
+func TestGoldenRunsFromTheInstallerImage(t *testing.T) {
+	pins := runtimes.GeneratedFacts()
+	p := ParamsFor(pins)
+	p.Namespace = GoldenNamespace
+	rt := derive(t, shipped(t), p)
+	node := container(t, rjob(t, rt, constants.Node).Template.Spec.Template.DeepCopy(), runtimes.NodeContainer)
+	launcher := launcherOf(t, rt)
+	for what, img := range map[string]string{"node": node.Image, "launcher": launcher.Image} {
+		if img != pins.InstallerImage {
+			t.Errorf("%s image %q, want the pinned installer image %q", what, img, pins.InstallerImage)
+		}
+	}
+	if !slices.Contains(launcher.Args, pins.AllReducePerfMPI) || !strings.Contains(pins.AllReducePerfMPI, "/nccl-tests-mpi/") {
+		t.Errorf("launcher runs %q, want the MPI build %s", launcher.Args, pins.AllReducePerfMPI)
+	}
+	if pins.SSHDPort != 222 {
+		t.Errorf("generated sshd port %d; the published image's sshd_config sets 222", pins.SSHDPort)
+	}
+	golden, err := Golden(shipped(t), pins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(golden), "example@sha256") || strings.Contains(string(golden), "registry.example") {
+		t.Error("the benchmark golden still carries an example image")
+	}
+}

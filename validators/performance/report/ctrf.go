@@ -27,8 +27,8 @@ const (
 // runtime came from, what the validator did to the trainer, and the versions
 // of record.
 type Context struct {
-	// RuntimeSource is the result's provenance class (DESIGN.md, "Result
-	// provenance"): shipped, validator or user. Empty means nobody recorded
+	// RuntimeSource is the result's provenance class (docs/design.md,
+	// "Recipe-driven validation policy"): shipped, validator or user. Empty means nobody recorded
 	// it (an offline evaluation of a captured log) and is reported as
 	// "unknown", never guessed.
 	RuntimeSource string

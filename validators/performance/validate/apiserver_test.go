@@ -3,7 +3,7 @@
 // These tests run `validate --dry-run` in-process against a real
 // apiextensions-apiserver (in-process, on an embedded etcd) holding the
 // pinned trainer CRDs and a deployed torch-distributed-tcpxo, once for each
-// row of the recipe-driven validation policy (DESIGN.md). The server serves
+// row of the recipe-driven validation policy (docs/design.md). The server serves
 // custom resources only, so Nodes, Namespaces and the controller Deployments
 // come from client-go's fake clientset, composed with the server the way
 // lifecycle.KubeCluster composes its two clients.
@@ -169,7 +169,7 @@ func (s *serverCluster) dryRunUnchanged(t *testing.T, recipeName string, extra .
 	return code, stdout, stderr
 }
 
-// TestDryRunPolicyTableOnAPIServer runs every row of DESIGN.md's policy
+// TestDryRunPolicyTableOnAPIServer runs every row of docs/design.md's policy
 // table. The missing rows cannot have a deployed shipped runtime: without the
 // trainer's CRDs the API server has nowhere to store one.
 func TestDryRunPolicyTableOnAPIServer(t *testing.T) {

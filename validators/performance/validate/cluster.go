@@ -2,7 +2,9 @@ package validate
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 	"github.com/tcpxogen/tcpxogen/validators/performance/lifecycle"
 )
 
@@ -63,6 +66,9 @@ func (c *Clients) cluster() lifecycle.Cluster {
 func Connect(kubeconfig, kubeContext string) (*Clients, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
+	if err := checkKubeconfigs(rules); err != nil {
+		return nil, err
+	}
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext})
 	cfg, err := cc.ClientConfig()
 	switch {
@@ -127,4 +133,25 @@ func readError(what string, gvr schema.GroupVersionResource, verb string, err er
 		return fmt.Errorf("reading %s: %w; the validator needs %s on %s", what, err, verb, gvr.GroupResource())
 	}
 	return fmt.Errorf("reading %s: %w", what, err)
+}
+
+// checkKubeconfigs puts the files client-go is about to read through the
+// input helper first: client-go reads whatever it is given whole, so a FIFO
+// would hang it and a device would exhaust memory. A missing file on the
+// KUBECONFIG list is left to client-go, which skips it as kubectl does.
+func checkKubeconfigs(rules *clientcmd.ClientConfigLoadingRules) error {
+	paths := rules.GetLoadingPrecedence()
+	if rules.ExplicitPath != "" {
+		paths = []string{rules.ExplicitPath}
+	}
+	for _, p := range paths {
+		err := inputfile.Check(p, inputfile.Spec{What: "kubeconfig", Max: inputfile.MaxKubeconfig})
+		switch {
+		case errors.Is(err, fs.ErrNotExist) && p != rules.ExplicitPath:
+			continue
+		case err != nil:
+			return badInput("%w; check --kubeconfig (or KUBECONFIG)", err)
+		}
+	}
+	return nil
 }

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
 	"slices"
 	"strings"
 
@@ -15,11 +15,12 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 )
 
 // maxTrainerManifests bounds what --trainer-manifests reads. Trainer v2.2.0
 // with its JobSet is about 1.5 MiB of YAML, almost all CRD schema.
-const maxTrainerManifests = 16 << 20
+const maxTrainerManifests = inputfile.MaxManifests
 
 // requiredCRDs are the CRDs an install must create for Observe to find a
 // complete trainer afterwards (lifecycle's trainer parts).
@@ -49,17 +50,12 @@ func kustomizeHint(b *bom.BOM) string {
 // pinned trainer, so any doubt is an error. The objects come back in apply
 // order: Namespaces, then CRDs, then the rest in file order.
 func loadTrainerManifests(path string, b *bom.BOM) ([]*unstructured.Unstructured, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("--trainer-manifests: %w; render them with: %s", err, kustomizeHint(b))
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxTrainerManifests+1))
-	if err != nil {
-		return nil, fmt.Errorf("--trainer-manifests %s: %w", path, err)
-	}
-	if len(data) > maxTrainerManifests {
-		return nil, fmt.Errorf("--trainer-manifests %s is larger than %d MiB, far more than Kubeflow Trainer's manifests; check the path", path, maxTrainerManifests>>20)
+	data, err := inputfile.Read(path, inputfile.Spec{What: "--trainer-manifests", Max: maxTrainerManifests})
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("%w; render them with: %s", err, kustomizeHint(b))
+	case err != nil:
+		return nil, err
 	}
 	objs, err := decodeManifests(data)
 	if err != nil {

@@ -3,7 +3,7 @@
 //
 // It decides, checks and prints a plan before it changes anything:
 //
-//  1. the trainer lifecycle policy (DESIGN.md, "Recipe-driven validation
+//  1. the trainer lifecycle policy (docs/design.md, "Recipe-driven validation
 //     policy") from the recipe and what is on the cluster: use, reuse,
 //     install-and-tear-down, or refuse;
 //  2. the GPU pool: every GPU node one homogeneous A3 Mega pool attached to

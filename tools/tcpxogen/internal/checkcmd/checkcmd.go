@@ -5,6 +5,7 @@ package checkcmd
 import (
 	"context"
 	"errors"
+	"path/filepath"
 
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
@@ -45,8 +46,23 @@ func run(ctx context.Context, args []string, s cli.Streams) error {
 		rep = coupling.Run(ctx, r, opts)
 	}
 	rep.Write(s.Out, name)
+	if err := dataFilesLoad(r); err != nil {
+		// The checks that could run are reported above; a data file that
+		// does not parse is the user's input to fix, as extract says (exit 2).
+		return cli.BadInput("%w", err)
+	}
 	if rep.Failed() {
 		return errFailed
 	}
 	return nil
+}
+
+// dataFilesLoad loads the three data files every check reads, reporting the
+// first problem of each that does not.
+func dataFilesLoad(root string) error {
+	at := func(rel string) string { return filepath.Join(root, filepath.FromSlash(rel)) }
+	_, berr := bom.Load(at(bom.RepoPath))
+	_, rerr := bom.LoadReleases(at(bom.ReleasesRepoPath))
+	_, oerr := bom.LoadOverrides(at(bom.OverridesRepoPath))
+	return errors.Join(berr, rerr, oerr)
 }

@@ -16,6 +16,9 @@ import (
 
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
+
+	"github.com/tcpxogen/tcpxogen/internal/atomicfile"
+	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 )
 
 // Exit codes: the contract scripts and the Makefile rely on.
@@ -42,11 +45,13 @@ type Commands map[string]Command
 
 // Main runs one subcommand of commands and returns the process exit code.
 func Main(ctx context.Context, args []string, s Streams, commands Commands) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
 		usage(s.Err, commands)
-		if len(args) == 0 {
-			return ExitUsage
-		}
+		return ExitUsage
+	}
+	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		// Asked-for help is the output: stdout, so it pipes into a pager.
+		usage(s.Out, commands)
 		return ExitOK
 	}
 	cmd, ok := commands[args[0]]
@@ -55,7 +60,13 @@ func Main(ctx context.Context, args []string, s Streams, commands Commands) int 
 		usage(s.Err, commands)
 		return ExitUsage
 	}
-	err := cmd.Run(ctx, args[1:], s)
+	out := &watchedWriter{w: s.Out}
+	err := cmd.Run(ctx, args[1:], Streams{Out: out, Err: s.Err})
+	if err == nil && out.err != nil {
+		// A report that did not reach its reader is not a pass: `check >
+		// /dev/full` must not exit 0.
+		err = fmt.Errorf("writing the output: %w", out.err)
+	}
 	switch {
 	case err == nil:
 		return ExitOK
@@ -63,11 +74,34 @@ func Main(ctx context.Context, args []string, s Streams, commands Commands) int 
 		return ExitOK
 	}
 	fmt.Fprintf(s.Err, "tcpxogen %s: %v\n", args[0], err)
-	var ue usageError
-	if errors.As(err, &ue) {
+	if isBadInput(err) {
 		return ExitUsage
 	}
 	return ExitFailure
+}
+
+// isBadInput reports whether err is the user's to fix (exit 2): marked so by
+// the command, or a file input or output target the helpers refused, which
+// every command reports the same way whether or not it marked it.
+func isBadInput(err error) bool {
+	var ue usageError
+	var ie *inputfile.Error
+	return errors.As(err, &ue) || errors.Is(err, atomicfile.ErrRefused) || errors.As(err, &ie)
+}
+
+// watchedWriter remembers the first write error, so a command that ignores
+// Fprintf's result still fails when its output is lost.
+type watchedWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (w *watchedWriter) Write(p []byte) (int, error) {
+	n, err := w.w.Write(p)
+	if err != nil && w.err == nil {
+		w.err = err
+	}
+	return n, err
 }
 
 func usage(w io.Writer, commands Commands) {
@@ -91,9 +125,17 @@ func BadInput(format string, a ...any) error { return usageError{fmt.Errorf(form
 // every subcommand.
 func NewFlags(name, synopsis string, s Streams) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
-	fs.SetOutput(s.Err)
+	// With ContinueOnError pflag prints nothing on a parse error (Main
+	// prints the error) and calls Usage only for -h/--help: asked-for help,
+	// which is the command's output and goes to stdout.
+	fs.SetOutput(s.Out)
 	fs.Usage = func() {
-		fmt.Fprintf(s.Err, "Usage: tcpxogen %s\n\nFlags:\n", synopsis)
+		fmt.Fprintf(s.Out, "Usage: tcpxogen %s\n\n", synopsis)
+		if !fs.HasAvailableFlags() {
+			fmt.Fprintln(s.Out, "Flags: none besides -h, --help.")
+			return
+		}
+		fmt.Fprintln(s.Out, "Flags:")
 		fs.PrintDefaults()
 	}
 	return fs

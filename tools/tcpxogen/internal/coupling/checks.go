@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -449,7 +448,7 @@ func checkReproducible(ctx context.Context, t *Tree) Result {
 	}
 	var stale []string
 	for _, rel := range slices.Sorted(maps.Keys(rendered)) {
-		current, err := os.ReadFile(filepath.Join(t.Root, filepath.FromSlash(rel)))
+		current, err := readSource(filepath.Join(t.Root, filepath.FromSlash(rel)))
 		if err != nil || !bytes.Equal(current, rendered[rel]) {
 			stale = append(stale, rel)
 		}
@@ -567,7 +566,7 @@ func invocationProblem(command, entrypoint []string, script string, mode int) st
 		return fmt.Sprintf("the command execs %s, which the daemon image carries with mode %04o (no exec bit): the container would fail with \"permission denied\"; run it as the image does, %q", script, mode, entrypoint)
 	case command[0] == script:
 		return ""
-	case len(command) > 1 && slices.Contains([]string{"bash", "sh", "/bin/bash", "/bin/sh"}, command[0]) && command[1] == script:
+	case len(command) > 1 && extract.IsInterpreter(command[0]) && command[1] == script:
 		return ""
 	}
 	return fmt.Sprintf("the command %q does not run %s, the script the daemon image's entrypoint %q runs", command, script, entrypoint)

@@ -408,6 +408,8 @@ func TestOverrideCannotBreakTheFabric(t *testing.T) {
 		{"socket interface", "  - {name: NCCL_SOCKET_IFNAME, action: replace, value: eth1, reason: x}\n", []string{"NCCL_SOCKET_IFNAME", "default profile"}},
 		{"enforced protocol", "  - {name: NCCL_PROTO, action: replace, value: LL128, reason: x}\n", []string{"NCCL_PROTO", "enforces"}},
 		{"transport added", "  - {name: NCCL_NET, action: add, value: Socket, reason: x}\n", []string{"NCCL_NET"}},
+		{"GPU NICs removed", "  - {name: NCCL_FASTRAK_IFNAME, action: remove, reason: x}\n", []string{"NCCL_FASTRAK_IFNAME"}},
+		{"enforced removed", "  - {name: NCCL_MIN_NCHANNELS, action: remove, reason: x}\n", []string{"NCCL_MIN_NCHANNELS", "enforces"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := copyRepo(t)

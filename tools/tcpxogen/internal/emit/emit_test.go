@@ -63,7 +63,10 @@ func TestGoIsDeterministicAndParses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := Go("tcpxo", sample())
+	b, err := Go("tcpxo", sample())
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !bytes.Equal(a, b) {
 		t.Fatal("two renders of the same facts differ")
 	}

@@ -30,7 +30,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/reconstruction"
 )
 
-// Paths inside the installer image (v1.0.15 layout, see tcpxo-facts.md).
+// Paths inside the installer image (v1.0.15 layout, see testdata/installer/v1.0.15/README.md).
 const (
 	DefaultProfilePath = "/scripts/nccl-env-profile.sh"
 	SimpleProfilePath  = "/scripts/nccl-env-profile-simple.sh"

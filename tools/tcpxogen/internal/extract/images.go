@@ -160,6 +160,10 @@ func daemonFacts(ctx context.Context, cfg Config, src imagesource.Source, f *fac
 // interpreters are the shells an entrypoint may run a script through.
 var interpreters = map[string]bool{"bash": true, "sh": true, "/bin/bash": true, "/bin/sh": true, "/usr/bin/bash": true}
 
+// IsInterpreter says whether an entrypoint's first element is a shell that
+// runs the script named next, whatever that script's mode.
+func IsInterpreter(arg string) bool { return interpreters[arg] }
+
 // EntryScript returns the script an image entrypoint runs: the first
 // element, or the second when the first is a shell.
 func EntryScript(entrypoint []string) (string, error) {

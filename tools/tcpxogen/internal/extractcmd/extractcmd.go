@@ -7,7 +7,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go/token"
 	"path/filepath"
+	"strings"
 
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/internal/atomicfile"
@@ -26,13 +28,14 @@ func Commands() cli.Commands {
 }
 
 func run(ctx context.Context, args []string, s cli.Streams) error {
-	fs := cli.NewFlags("extract", "extract [--bom FILE] [--source registry|testdata|oci-layout:DIR|REGISTRY/REPO@sha256:DIGEST] [--out DIR]", s)
+	fs := cli.NewFlags("extract", "extract [--bom FILE] [--source registry|testdata|oci-layout:DIR|REGISTRY/REPO@sha256:DIGEST] [--out DIR] [--package NAME]", s)
 	root := fs.String("root", "", "repository root (default: the directory holding tcpxogen's go.mod, found upwards from the working directory)")
-	bomPath := fs.String("bom", bom.RepoPath, "bill of materials, relative to --root")
-	releasesPath := fs.String("releases", bom.ReleasesRepoPath, "published release pairs, relative to --root")
+	bomPath := fs.String("bom", bom.RepoPath, "bill of materials; a relative path is relative to --root")
+	releasesPath := fs.String("releases", bom.ReleasesRepoPath, "published release pairs; a relative path is relative to --root")
 	source := fs.String("source", "", "where to read the installer image: registry (the pinned reference), testdata (the bundled reconstruction), oci-layout:DIR, or a substitute REGISTRY/REPO@sha256:DIGEST; default: the source recorded in the existing generated file")
 	daemonSource := fs.String("daemon-source", "", "where to read the tcpxo-daemon image, same forms as --source; default: the recorded daemon source, else testdata when --source is testdata, else registry")
-	out := fs.String("out", "generated/tcpxo", "output package directory, relative to --root")
+	out := fs.String("out", "generated/tcpxo", "output package directory; a relative path is relative to --root")
+	pkg := fs.String("package", "", "Go package name of the emitted file (default: derived from --out's last element)")
 	cacheDir := fs.String("cache-dir", cli.DefaultCacheDir(), "content-addressed blob cache (verified on read); empty disables it")
 	libDir := fs.String("lib-dir", extract.DefaultLibDir, "NCCL_LIB_DIR the profiles are evaluated with")
 	lim := imagefs.DefaultLimits()
@@ -42,16 +45,21 @@ func run(ctx context.Context, args []string, s cli.Streams) error {
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
+	// Checked before any work: a bad package name used to surface only after
+	// the whole extraction, as a gofmt error over the emitted source.
+	pkgName, err := packageName(*pkg, *out)
+	if err != nil {
+		return cli.BadInput("%w", err)
+	}
 	r, err := bom.ResolveRoot(*root)
 	if err != nil {
 		return cli.BadInput("%w", err)
 	}
-	b, _, err := bom.LoadAll(filepath.Join(r, *bomPath), filepath.Join(r, *releasesPath))
+	b, _, err := bom.LoadAll(underRoot(r, *bomPath), underRoot(r, *releasesPath))
 	if err != nil {
 		return cli.BadInput("%w", err)
 	}
-	outDir := filepath.Join(r, *out)
-	target := filepath.Join(outDir, GeneratedFile)
+	target := filepath.Join(underRoot(r, *out), GeneratedFile)
 	spec, err := sourceSpec(*source, target)
 	if err != nil {
 		return cli.BadInput("%w", err)
@@ -59,6 +67,9 @@ func run(ctx context.Context, args []string, s cli.Streams) error {
 	dspec, err := daemonSourceSpec(*daemonSource, target, spec)
 	if err != nil {
 		return cli.BadInput("%w", err)
+	}
+	if err := checkFlags(r, lim, *libDir, map[string]extract.SourceSpec{"--source": spec, "--daemon-source": dspec}); err != nil {
+		return err
 	}
 	cfg := extract.Config{Root: r, BOM: b, Source: spec, DaemonSource: dspec, CacheDir: *cacheDir, LibDir: *libDir, Limits: lim}
 	if cli.IsTerminal(s.Err) {
@@ -68,7 +79,7 @@ func run(ctx context.Context, args []string, s cli.Streams) error {
 	if err != nil {
 		return withLimitFlag(err)
 	}
-	code, err := emit.Go(filepath.Base(outDir), res.Facts)
+	code, err := emit.Go(pkgName, res.Facts)
 	if err != nil {
 		return err
 	}
@@ -85,7 +96,7 @@ func run(ctx context.Context, args []string, s cli.Streams) error {
 	fmt.Fprintf(s.Err, "extract: installer %s read from %s (%s, %s): %d+%d profile variables, NCCL %s, CUDA %s, sshd port %d; %d of %d layers, %d bytes read; daemon %s read from %s (%s); %s %s\n",
 		res.Facts.PluginVersion, p.Read, p.Kind, substituted(p.Substituted), len(res.Facts.DefaultProfile), len(res.Facts.SimpleProfile),
 		res.Facts.NCCLVersion, res.Facts.CUDAVersion, res.Facts.SSHDPort, res.Scan.LayersRead, res.Scan.LayersTotal, res.Scan.CompressedBytes,
-		b.Images.Daemon.Version, d.Read, substituted(d.Substituted), rel(r, target), state)
+		b.Images.Daemon.Version, d.Read, substituted(d.Substituted), filepath.Join(*out, GeneratedFile), state)
 	return nil
 }
 
@@ -127,11 +138,39 @@ func substituted(b bool) string {
 	return "the pinned image"
 }
 
-func rel(root, p string) string {
-	if r, err := filepath.Rel(root, p); err == nil {
-		return r
+// underRoot resolves a path flag: an absolute path is used as given, a
+// relative one is relative to the repository root.
+func underRoot(root, p string) string {
+	if filepath.IsAbs(p) {
+		return p
 	}
-	return p
+	return filepath.Join(root, p)
+}
+
+// packageName is --package if given, else the last element of --out made
+// into a Go package name the way one would by hand: lower case, with the
+// characters an identifier cannot hold dropped ("out-1" becomes "out1").
+func packageName(flag, out string) (string, error) {
+	if flag != "" {
+		if !token.IsIdentifier(flag) || token.IsKeyword(flag) {
+			return "", fmt.Errorf("--package %q is not a Go package name", flag)
+		}
+		return flag, nil
+	}
+	base := filepath.Base(filepath.Clean(out))
+	name := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '_':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + ('a' - 'A')
+		}
+		return -1
+	}, base)
+	if !token.IsIdentifier(name) || token.IsKeyword(name) {
+		return "", fmt.Errorf("--out %s: no Go package name can be derived from %q; pass --package NAME", out, base)
+	}
+	return name, nil
 }
 
 // limitFlags maps imagefs limits to the flags that raise them, so a limit

@@ -33,7 +33,10 @@ import (
 // tests copy into a scratch root so nothing under the checkout changes.
 func repoRootForTest(t *testing.T) string {
 	t.Helper()
-	wd, _ := os.Getwd()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
 	root, err := bom.FindRoot(wd)
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +62,10 @@ func copyTree(t *testing.T, src, dst string, keep func(string) bool) {
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(src, p)
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
 		target := filepath.Join(dst, rel)
 		info, err := os.Lstat(p)
 		if err != nil {
@@ -110,7 +116,7 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 func snapshot(t *testing.T, root string, skip string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -118,7 +124,10 @@ func snapshot(t *testing.T, root string, skip string) map[string]string {
 			return filepath.SkipDir
 		}
 		if d.Type().IsRegular() {
-			data, _ := os.ReadFile(p)
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
 			sum := sha256.Sum256(data)
 			out[p] = hex.EncodeToString(sum[:])
 		} else {
@@ -126,6 +135,9 @@ func snapshot(t *testing.T, root string, skip string) map[string]string {
 		}
 		return nil
 	})
+	if err != nil {
+		t.Fatalf("snapshot %s: %v", root, err)
+	}
 	return out
 }
 
@@ -160,12 +172,90 @@ func TestExtractTestdataWritesAndReuses(t *testing.T) {
 	if code != cli.ExitOK {
 		t.Fatalf("re-run exit %d: %s", code, stderr)
 	}
-	second, _ := os.ReadFile(gen)
+	second, err := os.ReadFile(gen)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !bytes.Equal(first, second) {
 		t.Fatal("re-running extract from the recorded source changed the output")
 	}
 	if !strings.Contains(stderr, "unchanged") {
 		t.Errorf("re-run should report the file unchanged: %s", stderr)
+	}
+}
+
+// Absolute --bom, --releases and --out are used as given, not joined to
+// --root, and the success line names the output as the user wrote it.
+func TestExtractAbsolutePaths(t *testing.T) {
+	root := scratchRoot(t)
+	elsewhere := t.TempDir()
+	for _, f := range []string{"bom.yaml", "releases.yaml"} {
+		data, err := os.ReadFile(filepath.Join(root, "bom", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(elsewhere, f), string(data))
+	}
+	// Without the root's own copies, a path joined to --root cannot load.
+	if err := os.RemoveAll(filepath.Join(root, "bom")); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "tcpxo")
+	code, _, stderr := runCLI(t, "extract", "--root", root, "--source", "testdata", "--cache-dir", "",
+		"--bom", filepath.Join(elsewhere, "bom.yaml"), "--releases", filepath.Join(elsewhere, "releases.yaml"), "--out", out)
+	if code != cli.ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	written := filepath.Join(out, GeneratedFile)
+	if _, err := os.Stat(written); err != nil {
+		t.Fatalf("absolute --out: %v", err)
+	}
+	if !strings.Contains(stderr, written+" written") {
+		t.Errorf("success line does not name %s as given: %s", written, stderr)
+	}
+}
+
+// The package name comes from --package or from --out's last element, and a
+// name that cannot be a Go package fails before any extraction.
+func TestExtractPackageName(t *testing.T) {
+	root := scratchRoot(t)
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		wantPkg string
+	}{
+		{"derived from out-1", []string{"--out", "out-1"}, "out1"},
+		{"given", []string{"--out", "out-2", "--package", "facts"}, "facts"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"extract", "--root", root, "--source", "testdata", "--cache-dir", ""}, tc.args...)
+			code, _, stderr := runCLI(t, args...)
+			if code != cli.ExitOK {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			src, err := os.ReadFile(filepath.Join(root, tc.args[1], GeneratedFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Contains(src, []byte("\npackage "+tc.wantPkg+"\n")) {
+				t.Errorf("emitted file is not package %s", tc.wantPkg)
+			}
+		})
+	}
+	for name, args := range map[string][]string{
+		"underivable": {"--out", "1-2"},
+		"keyword":     {"--out", "func"},
+		"bad package": {"--package", "my-facts"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			// A root that does not exist: the name must be refused before
+			// anything is read.
+			args := append([]string{"extract", "--root", filepath.Join(root, "missing"), "--source", "testdata", "--cache-dir", ""}, args...)
+			code, stdout, stderr := runCLI(t, args...)
+			if code != cli.ExitUsage || stdout != "" || !strings.Contains(stderr, "package") || strings.Contains(stderr, "missing") {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2 naming the package before reading --root", code, stdout, stderr)
+			}
+		})
 	}
 }
 

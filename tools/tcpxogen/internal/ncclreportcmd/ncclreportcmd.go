@@ -10,12 +10,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
 	"github.com/tcpxogen/tcpxogen/internal/atomicfile"
+	"github.com/tcpxogen/tcpxogen/internal/bandwidth"
+	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 	"github.com/tcpxogen/tcpxogen/validators/performance/busbw"
 	"github.com/tcpxogen/tcpxogen/validators/performance/report"
@@ -41,10 +42,10 @@ func run(_ context.Context, args []string, s cli.Streams) error {
 	flagsUsage := fs.Usage
 	fs.Usage = func() {
 		flagsUsage()
-		fmt.Fprintf(s.Err, "\n%s\nExit status: 0 the run passed; 1 it failed (wrong results, truncated, one node, wrong network or plugin, below the floor); 2 bad usage, or the log is not nccl-tests output or is from a collective other than all_reduce_perf.\n", busbw.FormatsHelp)
+		fmt.Fprintf(s.Out, "\n%s\nExit status: 0 the run passed; 1 it failed (wrong results, truncated, one node, wrong network or plugin, below the floor); 2 bad usage, or the log is not nccl-tests output or is from a collective other than all_reduce_perf.\n", busbw.FormatsHelp)
 	}
 	logPath := fs.String("log", "", "`FILE` holding the nccl-tests all_reduce_perf output, e.g. kubectl logs of the benchmark launcher (required)")
-	floorFlag := fs.String("floor", DefaultFloor, `declared busbw floor in GB/s, ">= N" or "N"; the run passes at 0.9 × N`)
+	floorFlag := fs.String("floor", DefaultFloor, fmt.Sprintf(`declared busbw floor in GB/s as a recipe writes it: ">= N", "> N" or "N", N a plain decimal up to %d; the run passes at 0.9 × N`, bandwidth.MaxGBps))
 	plugin := fs.String("plugin-version", tcpxo.PluginVersion, "NCCL plugin version the log's 'Initializing network FasTrak, version:' line must match (a leading v is ignored)")
 	out := fs.String("out", ".", "directory for "+ReportFile+" and "+ChartFile)
 	if err := cli.Parse(fs, args); err != nil {
@@ -96,14 +97,11 @@ func run(_ context.Context, args []string, s cli.Streams) error {
 // collective other than all_reduce_perf is bad input (exit 2). A run that
 // failed or stopped early is not: Evaluate judges it (exit 1).
 func readLog(path string) (*busbw.Log, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path, inputfile.Spec{What: "--log", Max: inputfile.MaxLog})
 	if err != nil {
-		return nil, cli.BadInput("--log: %w", err)
+		return nil, cli.BadInput("%w", err)
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.IsDir() {
-		return nil, cli.BadInput("--log %s is a directory: give the log file", path)
-	}
 	l, err := busbw.Parse(f)
 	if err != nil {
 		return nil, cli.BadInput("--log %s: %w", path, err)

@@ -2,13 +2,13 @@ package sbom
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/emit"
 )
@@ -28,7 +28,7 @@ const GeneratedFile = "generated/tcpxo/zz_generated.go"
 // describe that tree, not the one tcpxogen was built from.
 func LoadInputs(root string) (Inputs, error) {
 	genPath := filepath.Join(root, filepath.FromSlash(GeneratedFile))
-	src, err := os.ReadFile(genPath)
+	src, err := inputfile.Read(genPath, inputfile.Spec{What: "generated file", Max: inputfile.MaxSource})
 	if err != nil {
 		return Inputs{}, fmt.Errorf("read the generated facts: %w (run go generate ./...)", err)
 	}

@@ -127,6 +127,9 @@ func TestSBOMUsage(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			code, out, stderr := runSBOM(t, tc.args...)
+			if tc.code == cli.ExitOK { // asked-for help is output: stdout
+				out, stderr = stderr, out
+			}
 			if code != tc.code || out != "" || !strings.Contains(stderr, tc.want) {
 				t.Fatalf("exit %d, stdout %.40q, stderr %q; want exit %d, no stdout, stderr mentioning %q", code, out, stderr, tc.code, tc.want)
 			}

@@ -37,8 +37,13 @@ func TestExitStatus(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var o, e bytes.Buffer
 			code := cli.Main(context.Background(), append([]string{"validate"}, tc.args...), cli.Streams{Out: &o, Err: &e}, commands(tc.connect))
-			if code != tc.code || !strings.Contains(e.String(), tc.want) {
-				t.Errorf("exit %d, want %d; stderr, which should mention %q:\n%s", code, tc.code, tc.want, e.String())
+			// --help is output (stdout, exit 0); every refusal is on stderr.
+			stream, got := "stderr", e.String()
+			if tc.code == cli.ExitOK {
+				stream, got = "stdout", o.String()
+			}
+			if code != tc.code || !strings.Contains(got, tc.want) {
+				t.Errorf("exit %d, want %d; %s, which should mention %q:\n%s", code, tc.code, stream, tc.want, got)
 			}
 		})
 	}
