@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 // ErrRefused marks a target that is not, and does not lead to, a regular
@@ -187,6 +188,17 @@ func (s Set) Commit(perm os.FileMode) (changed []string, err error) {
 // removes only names with this prefix.
 func tempPrefix(path string) string { return "." + filepath.Base(path) + ".tmp-" }
 
+// newPrefix names a temporary in the instant between its creation and its
+// lock. A sweep that saw it under tempPrefix then could take the lock first
+// and delete a live writer's file, so a temporary gets its swept name only
+// once it is locked; an unlocked one under this prefix is swept only when
+// it is older than newGrace.
+func newPrefix(path string) string { return "." + filepath.Base(path) + ".new-" }
+
+// newGrace is far longer than the microseconds between a temporary's
+// creation and its rename to the swept name.
+const newGrace = time.Minute
+
 // stageFile writes data to a new temporary next to path and returns its
 // name and the open file, which holds the temporary's lock: the caller
 // closes it once the temporary is renamed into place or removed, so no
@@ -196,12 +208,19 @@ func stageFile(path string, data []byte, perm os.FileMode) (string, *os.File, er
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", nil, fmt.Errorf("create directory for %s: %w", path, err)
 	}
-	tmp, err := os.CreateTemp(dir, tempPrefix(path)+"*")
+	tmp, err := os.CreateTemp(dir, newPrefix(path)+"*")
 	if err != nil {
 		return "", nil, fmt.Errorf("create temp file for %s: %w", path, err)
 	}
 	lockTemp(tmp)
-	_, werr := tmp.Write(data)
+	name := filepath.Join(dir, tempPrefix(path)+strings.TrimPrefix(filepath.Base(tmp.Name()), newPrefix(path)))
+	werr := os.Rename(tmp.Name(), name)
+	if werr != nil {
+		name = tmp.Name()
+	}
+	if werr == nil {
+		_, werr = tmp.Write(data)
+	}
 	if werr == nil {
 		werr = tmp.Chmod(perm)
 	}
@@ -210,10 +229,10 @@ func stageFile(path string, data []byte, perm os.FileMode) (string, *os.File, er
 	}
 	if werr != nil {
 		tmp.Close()
-		os.Remove(tmp.Name())
+		os.Remove(name)
 		return "", nil, fmt.Errorf("stage %s: %w", path, werr)
 	}
-	return tmp.Name(), tmp, nil
+	return name, tmp, nil
 }
 
 // sweepStale removes temporaries of path that a killed writer left: regular
@@ -226,12 +245,20 @@ func sweepStale(path string) {
 		return
 	}
 	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), prefix) || !e.Type().IsRegular() {
+		if !e.Type().IsRegular() {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
-		if abandoned(p) {
-			os.Remove(p)
+		switch {
+		case strings.HasPrefix(e.Name(), prefix):
+			if abandoned(p) {
+				os.Remove(p)
+			}
+		case strings.HasPrefix(e.Name(), newPrefix(path)):
+			// A writer killed before locking: only the age tells.
+			if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > newGrace && abandoned(p) {
+				os.Remove(p)
+			}
 		}
 	}
 }

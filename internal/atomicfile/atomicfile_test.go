@@ -3,6 +3,7 @@ package atomicfile
 import (
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 )
@@ -58,5 +59,38 @@ func TestCommitIsAllOrNothing(t *testing.T) {
 	}
 	if len(entries) != 1 {
 		t.Fatalf("leftovers after a failed commit: %v", entries)
+	}
+}
+
+// TestConcurrentWritersOfOnePath: every writer sweeps the directory before
+// it stages; no sweep may take another live writer's temporary (the race
+// that made a concurrent cache fill fail with "rename …: no such file").
+func TestConcurrentWritersOfOnePath(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "blob")
+	const writers = 16
+	errs := make(chan error, writers*20)
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 20 {
+				errs <- Write(path, []byte("same content"), 0o644)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries, err := os.ReadDir(filepath.Dir(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 {
+		t.Errorf("left behind: %v", entries)
 	}
 }
