@@ -11,12 +11,12 @@ package bom
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 )
 
 // Repo-relative locations of the data files, in slash form.
@@ -164,7 +164,7 @@ func (b *BOM) validate(c *checker) {
 			}
 			c.addProblems(p, probs)
 			if len(probs) == 0 && t.Version != "" && ref.tag != t.Version {
-				c.add(p.key("controllerImage"), fmt.Sprintf("tag %q does not match trainer.version %q", ref.tag, t.Version),
+				c.add(p.key("controllerImage"), fmt.Sprintf("tag %s does not match trainer.version %s", quote(ref.tag), quote(t.Version)),
 					"pin the controller of the same release as the module: the CRDs the runtime is validated against come from the module", nil)
 			}
 		}
@@ -199,7 +199,7 @@ func (c *checker) semver(p path, v string) bool {
 	if semverRE.MatchString(v) {
 		return true
 	}
-	c.add(p, fmt.Sprintf("%q is not a Go module version", v), "write it as vMAJOR.MINOR.PATCH, e.g. v2.2.0", nil)
+	c.add(p, fmt.Sprintf("%s is not a Go module version", quote(v)), "write it as vMAJOR.MINOR.PATCH, e.g. v2.2.0", nil)
 	return false
 }
 
@@ -209,7 +209,7 @@ func (c *checker) semver(p path, v string) bool {
 func (c *checker) module(p path, pathKey, modPath, versionKey, version string) {
 	pathOK := c.require(p.key(pathKey), modPath, "set it to the Go module path, e.g. sigs.k8s.io/jobset")
 	if pathOK && !modulePathRE.MatchString(modPath) {
-		c.add(p.key(pathKey), fmt.Sprintf("%q is not a Go module path", modPath), "write it as in go.mod, e.g. github.com/kubeflow/trainer/v2", nil)
+		c.add(p.key(pathKey), fmt.Sprintf("%s is not a Go module path", quote(modPath)), "write it as in go.mod, e.g. github.com/kubeflow/trainer/v2", nil)
 		pathOK = false
 	}
 	if !c.require(p.key(versionKey), version, "set it to the module version, e.g. v2.2.0") || !c.semver(p.key(versionKey), version) || !pathOK {
@@ -228,18 +228,15 @@ func (c *checker) module(p path, pathKey, modPath, versionKey, version string) {
 		if major >= 2 {
 			want += "/v" + strconv.Itoa(major)
 		}
-		c.add(p.key(pathKey), fmt.Sprintf("%q does not match major version %s of %s", modPath, strings.SplitN(version, ".", 2)[0], p.key(versionKey)),
+		c.add(p.key(pathKey), fmt.Sprintf("%s does not match major version %s of %s", quote(modPath), strings.SplitN(version, ".", 2)[0], p.key(versionKey)),
 			fmt.Sprintf("Go puts major versions 2 and up in the module path: use %q, or correct the version", want), nil)
 	}
 }
 
-// readFile reads at most maxFileSize+1 bytes so decodeStrict can reject an
-// oversized file without reading all of it.
+// readFile reads a data file through the one input helper: a regular file
+// of at most maxFileSize bytes that no symlink leads out of its directory,
+// so a wrong path is refused before it is parsed and a data file linked to a
+// secret is never read, and so never quoted back key by key.
 func readFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	return inputfile.Read(path, inputfile.Spec{Max: maxFileSize, Within: filepath.Dir(path)})
 }

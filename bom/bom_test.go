@@ -6,7 +6,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 )
 
 const (
@@ -248,9 +251,9 @@ func TestParseReportsEveryProblemInFileOrder(t *testing.T) {
 	}
 	var got []string
 	for _, fe := range fieldErrors(t, err) {
-		got = append(got, fe.Field)
+		got = append(got, fe.Path)
 		if fe.Line == 0 {
-			t.Errorf("%s: no line", fe.Field)
+			t.Errorf("%s: no line", fe.Path)
 		}
 	}
 	want := []string{"images.daemon.reference", "images.pause.version", "jobset.moduleVersion"}
@@ -270,7 +273,7 @@ func TestParseStructuralErrorsAreAllReported(t *testing.T) {
 	}
 	var got []string
 	for _, fe := range fieldErrors(t, err) {
-		got = append(got, fe.Field)
+		got = append(got, fe.Path)
 	}
 	if want := []string{"images.daemon.tag", "extra"}; !slices.Equal(got, want) {
 		t.Errorf("fields = %v, want %v", got, want)
@@ -370,5 +373,35 @@ func TestSyntaxErrorLineInHugeFile(t *testing.T) {
 	_, err := Parse("bom.yaml", []byte(doc))
 	if err == nil || !strings.Contains(err.Error(), "bom.yaml:20002: is not valid YAML") {
 		t.Fatalf("Parse error = %v, want the tab reported at line 20002", err)
+	}
+}
+
+// The loaders read data files through the input helper: a FIFO is refused
+// instead of blocking forever, and a data file linked outside its directory
+// is refused instead of read and quoted back in errors.
+func TestLoadRefusesHostileFiles(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "bom")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "bom.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(fifo); !errors.Is(err, inputfile.ErrNotRegular) {
+		t.Errorf("Load(FIFO) = %v, want a refusal", err)
+	}
+	secret := filepath.Join(root, "credentials")
+	if err := os.WriteFile(secret, []byte("token: hunter2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "releases.yaml")
+	if err := os.Symlink(secret, link); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadReleases(link)
+	if !errors.Is(err, inputfile.ErrOutside) || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("LoadReleases(link to a secret) = %v, want a refusal that quotes nothing of it", err)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -36,13 +35,6 @@ func (p path) String() string {
 	return b.String()
 }
 
-func (p path) describe() string {
-	if len(p) == 0 {
-		return "the top level"
-	}
-	return p.String()
-}
-
 func isIndex(seg string) (int, bool) {
 	if !strings.HasPrefix(seg, "[") || !strings.HasSuffix(seg, "]") {
 		return 0, false
@@ -54,42 +46,9 @@ func isIndex(seg string) (int, bool) {
 // locator maps YAML paths to source lines. yaml.v3 decodes into structs
 // without positions, so the loader parses the file a second time into a
 // yaml.Node tree and asks it where each value was written.
-type locator struct {
-	root *yaml.Node
-	// nodes lists every physically written node in document order. Aliases are
-	// not followed here: an error yaml.v3 reports at a line is in the text at
-	// that line, and not expanding aliases keeps the walk linear.
-	nodes []located
-}
+type locator struct{ root *yaml.Node }
 
-type located struct {
-	path path
-	key  *yaml.Node // nil for list items and the root
-	node *yaml.Node
-}
-
-func newLocator(root *yaml.Node) *locator {
-	l := &locator{root: root}
-	var walk func(n *yaml.Node, p path, key *yaml.Node)
-	walk = func(n *yaml.Node, p path, key *yaml.Node) {
-		l.nodes = append(l.nodes, located{path: p, key: key, node: n})
-		switch n.Kind {
-		case yaml.MappingNode:
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				k := n.Content[i]
-				walk(n.Content[i+1], p.key(k.Value), k)
-			}
-		case yaml.SequenceNode:
-			for i, item := range n.Content {
-				walk(item, p.index(i), nil)
-			}
-		}
-	}
-	if root != nil {
-		walk(root, nil, nil)
-	}
-	return l
-}
+func newLocator(root *yaml.Node) *locator { return &locator{root: root} }
 
 // maxAliasHops guards against alias chains; yaml.v3 never builds one longer
 // than a single hop, so reaching the limit means a malformed tree.
@@ -156,26 +115,6 @@ func (l *locator) present(p path) bool {
 	return found && n != nil && n.ShortTag() != "!!null"
 }
 
-// keyAt finds the mapping key named name written on line.
-func (l *locator) keyAt(line int, name string) (located, bool) {
-	for _, e := range l.nodes {
-		if e.key != nil && e.key.Line == line && e.key.Value == name {
-			return e, true
-		}
-	}
-	return located{}, false
-}
-
-// valueAt finds the value with the given YAML tag written on line.
-func (l *locator) valueAt(line int, tag string) (located, bool) {
-	for _, e := range l.nodes {
-		if e.node.Line == line && e.node.ShortTag() == tag {
-			return e, true
-		}
-	}
-	return located{}, false
-}
-
 // decodeStrict decodes data into out (a pointer to a struct) and returns the
 // locator for later semantic checks. It rejects what yaml.v3 alone would
 // accept silently: an empty file, a second document, unknown fields.
@@ -186,7 +125,7 @@ func decodeStrict(file string, data []byte, out any) (loc *locator, err error) {
 			Fix: "check that this is the YAML file you meant to load, and report the parser failure"}
 	})
 	rootType := reflect.TypeOf(out).Elem()
-	shape := "a mapping with the keys " + strings.Join(yamlFields(rootType), ", ")
+	shape := "a mapping with the keys " + strings.Join(yamlstrict.Fields(rootType), ", ")
 	if len(data) > maxFileSize {
 		return nil, &FieldError{File: file, Problem: fmt.Sprintf("is %d bytes, larger than the %d-byte limit for a data file", len(data), maxFileSize),
 			Fix: "check the path: this file should be " + shape}
@@ -214,13 +153,25 @@ func decodeStrict(file string, data []byte, out any) (loc *locator, err error) {
 	root, _ := yamlstrict.Root(doc)
 	loc = newLocator(root)
 
+	c := &checker{file: file, lines: loc}
+	for _, f := range yamlstrict.Walk(root, rootType, yamlstrict.WalkOptions{FollowAliases: true}) {
+		c.errs = append(c.errs, structuralError(file, f))
+	}
+	if err := c.err(); err != nil {
+		return nil, err
+	}
 	typed := yaml.NewDecoder(bytes.NewReader(data))
 	typed.KnownFields(true)
 	if err := typed.Decode(out); err != nil {
 		var te *yaml.TypeError
 		if errors.As(err, &te) {
-			return nil, loc.structuralErrors(file, rootType, te)
+			// Unreachable while the walk covers the types; reported, not
+			// swallowed, so that a gap fails closed.
+			return nil, &FieldError{File: file, Problem: "could not be decoded (" + err.Error() + ")",
+				Fix: "this is a bug in the loader's checks; please report it with the file", Err: err}
 		}
+		// yaml.v3 refuses some documents only when it decodes them
+		// (excessive aliasing): placed like any syntax error.
 		return nil, syntaxError(file, data, err, func(b []byte) error {
 			d := yaml.NewDecoder(bytes.NewReader(b))
 			d.KnownFields(true)
@@ -258,186 +209,69 @@ func syntaxError(file string, data []byte, err error, parse func([]byte) error) 
 		Fix: syntaxFixes.Fix(msg, "fix the YAML syntax"), Err: err}
 }
 
-// structuralRewrites turns yaml.v3's type errors, which name Go types, into
-// messages that name YAML paths and say how to fix the file.
-var structuralRewrites = []struct {
-	re      *regexp.Regexp
-	rewrite func(l *locator, root reflect.Type, line int, m []string) (path, string, string)
-}{
-	{regexp.MustCompile(`^field (.*) not found in type \S+$`), unknownField},
-	{regexp.MustCompile(`^mapping key ("(?:[^"\\]|\\.)*") already defined at line (\d+)$`), duplicateKey},
-	{regexp.MustCompile(`^field (.*) already set in type \S+$`), duplicateField},
-	{regexp.MustCompile("^cannot unmarshal (!!\\w+)(?: `.*`)? into .+$"), wrongKind},
+// tagWords names YAML node tags in the user's terms.
+var tagWords = map[string]string{
+	"!!seq": "a list", "!!map": "a mapping", "!!str": "a string", "!!int": "a number",
+	"!!float": "a number", "!!bool": "true/false", "!!null": "empty", "!!timestamp": "a date",
+	"!!binary": "binary data",
 }
 
-func (l *locator) structuralErrors(file string, root reflect.Type, te *yaml.TypeError) error {
-	c := &checker{file: file, lines: l}
-	for _, raw := range te.Errors {
-		line, msg := yamlstrict.SplitMessage(raw)
-		fe := &FieldError{File: file, Line: line, Problem: msg, Fix: "correct the value at this line"}
-		for _, r := range structuralRewrites {
-			if m := r.re.FindStringSubmatch(msg); m != nil {
-				var p path
-				p, fe.Problem, fe.Fix = r.rewrite(l, root, line, m)
-				fe.Field = p.String()
-				break
+// kindFixes says what a value of a Go kind is written as, and how.
+var kindFixes = map[reflect.Kind]struct{ want, fix string }{
+	reflect.String: {"a single value", "write a single value on this line, quoted if it contains ': ' or starts with a YAML special character"},
+	reflect.Int:    {"a whole number", "write a whole number, e.g. 12"},
+	reflect.Slice:  {"a list", "write it as a list, one entry per line starting with '- '"},
+	reflect.Struct: {"a mapping", "write it as key: value lines"},
+}
+
+// structuralError words a structural problem the walk found.
+func structuralError(file string, f yamlstrict.Finding) *FieldError {
+	fe := &FieldError{File: file, Line: f.Line, Path: f.Path}
+	switch f.Kind {
+	case yamlstrict.UnknownKey:
+		parent := yamlstrict.ParentPath(f.Path)
+		allowed := yamlstrict.Fields(f.Want)
+		fe.Problem, fe.Fix = "is not a known field", "remove it, or correct its name"
+		// By spelling only: bom's keys extend one another (module,
+		// moduleVersion; controllerImage, controllerVersion), so a prefix
+		// would pick by order.
+		if s := yamlstrict.ClosestByEdits(f.Node.Value, allowed); s != "" {
+			fe.Fix = fmt.Sprintf("did you mean %q?", s)
+		}
+		if len(allowed) > 0 {
+			where := parent
+			if where == "" {
+				where = "the top level"
 			}
+			fe.Fix += fmt.Sprintf(" (fields allowed in %s: %s)", where, strings.Join(allowed, ", "))
 		}
-		c.errs = append(c.errs, fe)
-	}
-	return c.err()
-}
-
-func unknownField(l *locator, root reflect.Type, line int, m []string) (path, string, string) {
-	name := m[1]
-	var parent path
-	if e, ok := l.keyAt(line, name); ok {
-		parent = e.path[:len(e.path)-1]
-	}
-	allowed := yamlFields(typeAt(root, parent))
-	fix := "remove it, or correct its name"
-	// By spelling only: bom's keys extend one another (module, moduleVersion;
-	// controllerImage, controllerVersion), so a prefix would pick by order.
-	if s := yamlstrict.ClosestByEdits(name, allowed); s != "" {
-		fix = fmt.Sprintf("did you mean %q?", s)
-	}
-	if len(allowed) > 0 {
-		fix += fmt.Sprintf(" (fields allowed in %s: %s)", parent.describe(), strings.Join(allowed, ", "))
-	}
-	return parent.key(name), "is not a known field", fix
-}
-
-func duplicateKey(l *locator, _ reflect.Type, line int, m []string) (path, string, string) {
-	name, err := strconv.Unquote(m[1])
-	if err != nil {
-		name = m[1]
-	}
-	return duplicate(l, line, name, m[2])
-}
-
-func duplicateField(l *locator, _ reflect.Type, line int, m []string) (path, string, string) {
-	return duplicate(l, line, m[1], "")
-}
-
-func duplicate(l *locator, line int, name, first string) (path, string, string) {
-	p := path{name}
-	if e, ok := l.keyAt(line, name); ok {
-		p = e.path
-	}
-	what := "is defined twice"
-	if first != "" {
-		what += " (first at line " + first + ")"
-	}
-	return p, what, "delete one of the two; which one YAML tools keep differs, so the file must not rely on it"
-}
-
-// yamlKinds names YAML node tags and Go kinds in the user's terms.
-var (
-	tagWords = map[string]string{
-		"!!seq": "a list", "!!map": "a mapping", "!!str": "a string", "!!int": "a number",
-		"!!float": "a number", "!!bool": "true/false", "!!null": "empty", "!!timestamp": "a date",
-		"!!binary": "binary data",
-	}
-	kindFixes = map[reflect.Kind]struct{ want, fix string }{
-		reflect.String: {"a single value", "write a single value on this line, quoted if it contains ': ' or starts with a YAML special character"},
-		reflect.Slice:  {"a list", "write it as a list, one entry per line starting with '- '"},
-		reflect.Struct: {"a mapping", "write it as key: value lines"},
-	}
-)
-
-func wrongKind(l *locator, root reflect.Type, line int, m []string) (path, string, string) {
-	var p path
-	if e, ok := l.valueAt(line, m[1]); ok {
-		p = e.path
-	}
-	found := tagWords[m[1]]
-	if found == "" {
-		found = m[1]
-	}
-	t := typeAt(root, p)
-	if t == nil {
-		return p, "has the wrong type (" + found + ")", "check the indentation of this line"
-	}
-	k, ok := kindFixes[t.Kind()]
-	if !ok {
-		k.want, k.fix = "a "+t.Kind().String(), "check the value's type"
-	}
-	fix := k.fix
-	if t.Kind() == reflect.Struct {
-		fix += " (keys: " + strings.Join(yamlFields(t), ", ") + ")"
-	}
-	what := fmt.Sprintf("must be %s, not %s", k.want, found)
-	if len(p) == 0 {
-		what = fmt.Sprintf("the document must be %s, not %s", k.want, found)
-	}
-	return p, what, fix
-}
-
-// typeAt resolves a YAML path to the Go type decoded there, or nil.
-func typeAt(t reflect.Type, p path) reflect.Type {
-	for _, seg := range p {
-		for t != nil && t.Kind() == reflect.Pointer {
-			t = t.Elem()
+	case yamlstrict.DuplicateKey:
+		fe.Problem = fmt.Sprintf("is defined twice (first at line %d)", f.First)
+		fe.Fix = "delete one of the two; which one YAML tools keep differs, so the file must not rely on it"
+	case yamlstrict.KeyNotAName:
+		fe.Problem = "has a key that is " + tagWord(f.Node.ShortTag()) + ", not a name"
+		fe.Fix = "write the keys as plain names: " + strings.Join(yamlstrict.Fields(f.Want), ", ")
+	case yamlstrict.WrongKind:
+		k, ok := kindFixes[f.Want.Kind()]
+		if !ok {
+			k.want, k.fix = "a "+f.Want.Kind().String(), "check the value's type"
 		}
-		switch {
-		case t == nil:
-			return nil
-		case t.Kind() == reflect.Slice:
-			if _, ok := isIndex(seg); !ok {
-				return nil
-			}
-			t = t.Elem()
-		case t.Kind() == reflect.Struct:
-			f, ok := fieldByYAMLName(t, seg)
-			if !ok {
-				return nil
-			}
-			t = f.Type
-		default:
-			return nil
+		fe.Fix = k.fix
+		if f.Want.Kind() == reflect.Struct {
+			fe.Fix += " (keys: " + strings.Join(yamlstrict.Fields(f.Want), ", ") + ")"
+		}
+		found := tagWord(f.Node.ShortTag())
+		fe.Problem = fmt.Sprintf("must be %s, not %s", k.want, found)
+		if f.Path == "" {
+			fe.Problem = fmt.Sprintf("the document must be %s, not %s", k.want, found)
 		}
 	}
-	return t
+	return fe
 }
 
-func yamlName(f reflect.StructField) string {
-	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-	if name == "" {
-		name = strings.ToLower(f.Name)
+func tagWord(tag string) string {
+	if w, ok := tagWords[tag]; ok {
+		return w
 	}
-	return name
-}
-
-func fieldByYAMLName(t reflect.Type, name string) (reflect.StructField, bool) {
-	for f := range yamlStructFields(t) {
-		if yamlName(f) == name {
-			return f, true
-		}
-	}
-	return reflect.StructField{}, false
-}
-
-// yamlFields lists the keys a struct accepts, in declaration order.
-func yamlFields(t reflect.Type) []string {
-	var names []string
-	for f := range yamlStructFields(t) {
-		names = append(names, yamlName(f))
-	}
-	return names
-}
-
-func yamlStructFields(t reflect.Type) func(func(reflect.StructField) bool) {
-	return func(yield func(reflect.StructField) bool) {
-		if t == nil || t.Kind() != reflect.Struct {
-			return
-		}
-		for f := range t.Fields() {
-			if !f.IsExported() || f.Tag.Get("yaml") == "-" {
-				continue
-			}
-			if !yield(f) {
-				return
-			}
-		}
-	}
+	return yamlstrict.Quote(tag)
 }

@@ -1,55 +1,18 @@
 package bom
 
 import (
-	"cmp"
-	"errors"
-	"fmt"
-	"slices"
 	"strings"
+
+	"github.com/tcpxogen/tcpxogen/internal/yamlstrict"
 )
 
-// FieldError is one rejected value in a data file. Loaders return every
-// problem they find at once (joined with errors.Join), so a reviewer fixes a
-// file in one pass instead of one error per run; use errors.As to reach the
-// individual problems.
-type FieldError struct {
-	// File is the path or name the data was loaded from, as given by the caller.
-	File string
-	// Line is 1-based; 0 when the problem is not tied to a line (an empty file).
-	Line int
-	// Field is the YAML path of the value, e.g. "images.daemon.reference" or
-	// "ncclConfigs[0].env[3].name"; empty for problems with the whole document.
-	Field string
-	// Problem says what is wrong, in words that make sense after Field.
-	Problem string
-	// Fix says what to do about it.
-	Fix string
-	// Err is the underlying cause, if there is one.
-	Err error
-}
-
-func (e *FieldError) Error() string {
-	var b strings.Builder
-	if e.File != "" {
-		b.WriteString(e.File)
-		if e.Line > 0 {
-			fmt.Fprintf(&b, ":%d", e.Line)
-		}
-		b.WriteString(": ")
-	}
-	if e.Field != "" {
-		b.WriteString(e.Field)
-		b.WriteByte(' ')
-	}
-	b.WriteString(e.Problem)
-	if e.Fix != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Fix)
-	}
-	return b.String()
-}
-
-func (e *FieldError) Unwrap() error { return e.Err }
+// FieldError is one rejected value in a data file, the located error every
+// YAML reader shares; its Path is the YAML path of the value, e.g.
+// "images.daemon.reference" or "ncclConfigs[0].env[3].name". Loaders return
+// every problem they find at once, so a reviewer fixes a file in one pass
+// instead of one error per run; use errors.As to reach the individual
+// problems.
+type FieldError = yamlstrict.Error
 
 // problem is a rejection found before its location is known (for example by
 // NewImage, which has no file); field is relative to the value being checked.
@@ -73,7 +36,7 @@ type checker struct {
 
 func (c *checker) add(p path, what, fix string, cause error) {
 	line, _ := c.lines.line(p)
-	c.errs = append(c.errs, &FieldError{File: c.file, Line: line, Field: p.String(), Problem: what, Fix: fix, Err: cause})
+	c.errs = append(c.errs, &FieldError{File: c.file, Line: line, Path: p.String(), Problem: what, Fix: fix, Err: cause})
 }
 
 // addProblems locates problems reported relative to base.
@@ -121,14 +84,4 @@ func (c *checker) section(p path, fix string) bool {
 }
 
 // err returns the collected rejections in file order, or nil.
-func (c *checker) err() error {
-	if len(c.errs) == 0 {
-		return nil
-	}
-	slices.SortStableFunc(c.errs, func(a, b *FieldError) int { return cmp.Compare(a.Line, b.Line) })
-	errs := make([]error, len(c.errs))
-	for i, e := range c.errs {
-		errs[i] = e
-	}
-	return errors.Join(errs...)
-}
+func (c *checker) err() error { return yamlstrict.Errors(c.file, c.errs) }

@@ -1,6 +1,7 @@
 package bom
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -53,6 +54,26 @@ func NewImage(reference, version string) (Image, error) {
 	return Image{}, c.err()
 }
 
+// ParsePinned is the one definition of "pinned by digest" for an image a
+// user gives (a flag, a recipe, a manifest): repo:tag@sha256:<64 hex>, the
+// rule every shipped image meets. A digest-only reference is refused: only
+// the BOM, with a source that vouches for it, may pin one.
+func ParsePinned(reference string) (Image, error) {
+	if strings.TrimSpace(reference) == "" {
+		return Image{}, errors.New("the image reference is empty: pin the image as repo:tag@sha256:<64 hex>")
+	}
+	_, tag, _ := SplitReference(reference)
+	if tag == "" {
+		// NewImage would add a missing version to the missing tag; the tag
+		// is the one thing to fix.
+		_, probs := parsePinned(reference, true)
+		c := &checker{}
+		c.addProblems(nil, probs)
+		return Image{}, c.err()
+	}
+	return NewImage(reference, tag)
+}
+
 // parse fills the parsed parts and reports every problem with the pin.
 func (i *Image) parse() []problem {
 	var probs []problem
@@ -69,7 +90,7 @@ func (i *Image) parse() []problem {
 			if len(probs) == 0 && ref.tag == "" {
 				var err error
 				if ref, err = digestOnly(i.Reference); err != nil {
-					probs = append(probs, problem{what: fmt.Sprintf("%q is not a valid image reference (%v)", i.Reference, err),
+					probs = append(probs, problem{what: fmt.Sprintf("%s is not a valid image reference (%s)", quoteRef(i.Reference), errExcerpt(err)),
 						fix: "use the form registry/repository@sha256:<64 hex>; repositories are lowercase", err: err})
 				}
 			}
@@ -82,7 +103,7 @@ func (i *Image) parse() []problem {
 	if !hasTag && i.Source != "" && len(probs) == 0 {
 		// Digest-only pin: the source is the record, there is no tag to repeat.
 		if i.Version != "" {
-			probs = append(probs, problem{field: "version", what: fmt.Sprintf("%q has no tag to match", i.Reference),
+			probs = append(probs, problem{field: "version", what: fmt.Sprintf("%s has no tag to match", quoteRef(i.Reference)),
 				fix: "drop version: a digest-only pin's record is its source"})
 		}
 		return probs
@@ -95,15 +116,15 @@ func (i *Image) parse() []problem {
 	case i.Version == "":
 		fix := "set it to the reference's tag"
 		if hasTag {
-			fix = fmt.Sprintf("set it to %q, the reference's tag", tag)
+			fix = fmt.Sprintf("set it to %s, the reference's tag", quoteRef(tag))
 		}
 		probs = append(probs, problem{field: "version", absent: true, fix: fix})
 	case hasTag && i.Version != tag:
 		// Exact comparison on purpose: tags like v1.0.9-1 and v1.0.13_1 are
 		// distinct releases, and v1.0.21-rc1 must never pass for v1.0.21.
 		probs = append(probs, problem{field: "version",
-			what: fmt.Sprintf("%q does not match the reference's tag %q", i.Version, tag),
-			fix:  fmt.Sprintf("set version to exactly %q, or pin the image whose tag is %q (tags compare as exact strings)", tag, i.Version)})
+			what: fmt.Sprintf("%s does not match the reference's tag %s", quote(i.Version), quote(tag)),
+			fix:  fmt.Sprintf("set version to exactly %s, or pin the image whose tag is %s (tags compare as exact strings)", quoteRef(tag), quoteRef(i.Version))})
 	}
 	if len(probs) > 0 {
 		i.repository, i.tag, i.digest = "", "", ""
@@ -134,21 +155,21 @@ func parsePinned(ref string, requireDigest bool) (pinnedRef, []problem) {
 	base, dig, hasDigest := strings.Cut(ref, "@")
 	switch {
 	case strings.Contains(dig, "@"):
-		return pinnedRef{}, []problem{{what: fmt.Sprintf("%q has more than one '@'", ref),
+		return pinnedRef{}, []problem{{what: fmt.Sprintf("%s has more than one '@'", quoteRef(ref)),
 			fix: "write it as repo:tag@sha256:<64 hex>"}}
 	case !hasDigest && requireDigest:
-		probs = append(probs, problem{what: fmt.Sprintf("%q has no digest", ref),
+		probs = append(probs, problem{what: fmt.Sprintf("%s has no digest", quoteRef(ref)),
 			fix: fmt.Sprintf("pin it as repo:tag@sha256:<64 hex> (find the digest with: crane digest %s)", ref)})
 	case hasDigest:
 		if what := digestProblem(dig); what != "" {
-			probs = append(probs, problem{what: fmt.Sprintf("%q: %s", ref, what),
+			probs = append(probs, problem{what: fmt.Sprintf("%s: %s", quoteRef(ref), what),
 				fix: fmt.Sprintf("copy the full digest printed by: crane digest %s", base)})
 		}
 	}
 
 	repo, tag, hasTag := splitTag(base)
 	if !hasTag {
-		probs = append(probs, problem{what: fmt.Sprintf("%q has no tag", ref), tagless: true,
+		probs = append(probs, problem{what: fmt.Sprintf("%s has no tag", quoteRef(ref)), tagless: true,
 			fix: "write it as repo:TAG@sha256:<64 hex>, so the version is visible in every manifest (or, when the publisher pins by digest alone, add source: saying where)"})
 	}
 	if len(probs) > 0 {
@@ -162,7 +183,7 @@ func parsePinned(ref string, requireDigest bool) (pinnedRef, []problem) {
 		_, err = name.NewTag(ref)
 	}
 	if err != nil {
-		return pinnedRef{tag: tag}, []problem{{what: fmt.Sprintf("%q is not a valid image reference (%v)", ref, err),
+		return pinnedRef{tag: tag}, []problem{{what: fmt.Sprintf("%s is not a valid image reference (%s)", quoteRef(ref), errExcerpt(err)),
 			fix: "use the form registry/repository:tag@sha256:<64 hex>; repositories are lowercase", err: err}}
 	}
 	return pinnedRef{repository: repo, tag: tag, digest: dig}, nil

@@ -93,3 +93,24 @@ func TestDigestOnlyPinNeedsASource(t *testing.T) {
 		t.Fatal("a source must not excuse a missing digest")
 	}
 }
+
+// A user's image meets the BOM's rule, and cannot be digest-only: only the
+// BOM, with a source, may pin one.
+func TestParsePinned(t *testing.T) {
+	good := "registry.example/nccl-tests:v2@sha256:" + strings.Repeat("0", 64)
+	img, err := ParsePinned(good)
+	if err != nil || img.Tag() != "v2" || img.Digest() != "sha256:"+strings.Repeat("0", 64) || img.Version != "v2" {
+		t.Fatalf("ParsePinned(%q) = %+v, %v", good, img, err)
+	}
+	for ref, want := range map[string]string{
+		"":                                       "empty",
+		"x:latest":                               "has no digest",
+		"x:latest@sha256:not-hex":                "digest has 7 hex characters, want 64",
+		"x@sha256:" + strings.Repeat("a", 64):    "has no tag",
+		"x:v1@sha256:" + strings.Repeat("A", 64): "uppercase",
+	} {
+		if _, err := ParsePinned(ref); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParsePinned(%q) = %v, want an error mentioning %q", ref, err, want)
+		}
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/tcpxogen/tcpxogen/internal/facts"
 )
 
 // OverridesRepoPath is the reviewed-overrides file, relative to the module root.
@@ -74,7 +76,7 @@ func (o *Overrides) validate(c *checker) {
 	for i, ov := range o.Overrides {
 		p := path{"overrides"}.index(i)
 		if c.require(p.key("name"), ov.Name, "name the environment variable") && !envNameRE.MatchString(ov.Name) {
-			c.add(p.key("name"), fmt.Sprintf("%q is not an environment variable name", ov.Name), "use letters, digits and underscores, not starting with a digit", nil)
+			c.add(p.key("name"), fmt.Sprintf("%s is not an environment variable name", quote(ov.Name)), "use letters, digits and underscores, not starting with a digit", nil)
 		}
 		if first, dup := seen[ov.Name]; dup && ov.Name != "" {
 			c.add(p.key("name"), fmt.Sprintf("%s already has an override (entry %d)", ov.Name, first), "keep one entry per variable", nil)
@@ -83,7 +85,7 @@ func (o *Overrides) validate(c *checker) {
 		rule, ok := actionRules[ov.Action]
 		switch {
 		case !ok:
-			c.add(p.key("action"), fmt.Sprintf("%q is not an action", ov.Action), "use one of "+strings.Join(actionNames(), ", "), nil)
+			c.add(p.key("action"), fmt.Sprintf("%s is not an action", quote(ov.Action)), "use one of "+strings.Join(actionNames(), ", "), nil)
 		case rule.needsValue && ov.Value == "":
 			c.absent(p.key("value"), fmt.Sprintf("action %s ships a value: set it", ov.Action))
 		case !rule.needsValue && ov.Value != "":
@@ -108,7 +110,7 @@ func actionNames() []string {
 // sourced into (the evaluator's normalized variables); only those may be
 // pinned to their own value. published is the release notes' list for the
 // installer (nil when there is none). Every stale override is an error.
-func (o *Overrides) Apply(profile []EnvVar, contextual []string, published []EnvVar) ([]EnvVar, error) {
+func (o *Overrides) Apply(profile []facts.EnvVar, contextual []string, published []facts.EnvVar) ([]facts.EnvVar, error) {
 	c := &checker{file: o.Path, lines: o.lines}
 	index := map[string]int{}
 	for i, v := range profile {
@@ -125,7 +127,7 @@ func (o *Overrides) Apply(profile []EnvVar, contextual []string, published []Env
 		}
 		switch ov.Action {
 		case ActionAdd:
-			out = append(out, EnvVar{Name: ov.Name, Value: ov.Value})
+			out = append(out, facts.EnvVar{Name: ov.Name, Value: ov.Value})
 		case ActionReplace, ActionPin:
 			out[pos].Value = ov.Value
 		case ActionRemove:
@@ -135,10 +137,10 @@ func (o *Overrides) Apply(profile []EnvVar, contextual []string, published []Env
 	if err := c.err(); err != nil {
 		return nil, err
 	}
-	return slices.DeleteFunc(out, func(v EnvVar) bool { return slices.Contains(removed, v.Name) }), nil
+	return slices.DeleteFunc(out, func(v facts.EnvVar) bool { return slices.Contains(removed, v.Name) }), nil
 }
 
-func profileValue(profile []EnvVar, pos int, ok bool) string {
+func profileValue(profile []facts.EnvVar, pos int, ok bool) string {
 	if !ok {
 		return ""
 	}
@@ -147,7 +149,7 @@ func profileValue(profile []EnvVar, pos int, ok bool) string {
 
 // staleness says what is wrong with an override given the current profile,
 // or "" when it still describes a real, reviewed difference.
-func staleness(ov Override, inProfile bool, current string, contextual bool, published []EnvVar) (problem, fix string) {
+func staleness(ov Override, inProfile bool, current string, contextual bool, published []facts.EnvVar) (problem, fix string) {
 	rule := actionRules[ov.Action]
 	switch {
 	case ov.Action == ActionFollowProfile:
@@ -156,19 +158,19 @@ func staleness(ov Override, inProfile bool, current string, contextual bool, pub
 		return fmt.Sprintf("%s %s, but the profile no longer exports %s (renamed or dropped?)", ov.Action, ov.Name, ov.Name),
 			"update the entry to the profile's new variable, or delete it"
 	case !rule.inProfile && inProfile:
-		return fmt.Sprintf("adds %s, but the profile now exports it (as %q)", ov.Name, current),
+		return fmt.Sprintf("adds %s, but the profile now exports it (as %s)", ov.Name, quote(current)),
 			"delete the entry if the profile's value is right, or change the action to replace"
 	case ov.Action == ActionReplace && current == ov.Value:
-		return fmt.Sprintf("replaces %s with %q, which is already the profile's value", ov.Name, ov.Value), "delete the redundant entry"
+		return fmt.Sprintf("replaces %s with %s, which is already the profile's value", ov.Name, quote(ov.Value)), "delete the redundant entry"
 	case ov.Action == ActionPin && !contextual && current == ov.Value:
-		return fmt.Sprintf("pins %s to %q, but the profile's value no longer depends on the environment and already is that", ov.Name, ov.Value),
+		return fmt.Sprintf("pins %s to %s, but the profile's value no longer depends on the environment and already is that", ov.Name, quote(ov.Value)),
 			"delete the redundant entry"
 	}
 	return "", ""
 }
 
-func followProfileStaleness(ov Override, inProfile bool, current string, published []EnvVar) (string, string) {
-	var pub *EnvVar
+func followProfileStaleness(ov Override, inProfile bool, current string, published []facts.EnvVar) (string, string) {
+	var pub *facts.EnvVar
 	for i := range published {
 		if published[i].Name == ov.Name {
 			pub = &published[i]
@@ -181,7 +183,7 @@ func followProfileStaleness(ov Override, inProfile bool, current string, publish
 	case pub == nil && !inProfile:
 		return fmt.Sprintf("follows the profile for %s, but neither the published list nor the profile has it", ov.Name), "delete the stale entry"
 	case pub != nil && inProfile && pub.Value == current:
-		return fmt.Sprintf("follows the profile for %s, but the published list and the profile now agree (%q)", ov.Name, current), "delete the stale entry"
+		return fmt.Sprintf("follows the profile for %s, but the published list and the profile now agree (%s)", ov.Name, quote(current)), "delete the stale entry"
 	}
 	return "", ""
 }

@@ -4,15 +4,17 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tcpxogen/tcpxogen/internal/facts"
 )
 
-var testProfile = []EnvVar{
+var testProfile = []facts.EnvVar{
 	{Name: "LD_LIBRARY_PATH", Value: "/usr/local/nvidia/lib64"},
 	{Name: "NCCL_PROTO", Value: "Simple,LL128"},
 	{Name: "NCCL_DEBUG", Value: "WARN"},
 }
 
-var testPublished = []EnvVar{
+var testPublished = []facts.EnvVar{
 	{Name: "NCCL_PROTO", Value: "Simple,LL128"},
 	{Name: "NCCL_NVLS_ENABLE", Value: "1"},
 }
@@ -38,7 +40,7 @@ func TestApplyOverrides(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []EnvVar{
+	want := []facts.EnvVar{
 		{Name: "LD_LIBRARY_PATH", Value: "/usr/local/nvidia/lib64"},
 		{Name: "NCCL_DEBUG", Value: "INFO"},
 		{Name: "NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY", Value: "/dev/aperture_devices"},
@@ -55,7 +57,7 @@ func TestApplyRejectsStaleOverrides(t *testing.T) {
 	for name, tc := range map[string]struct {
 		entry      string
 		contextual []string
-		published  []EnvVar
+		published  []facts.EnvVar
 		want       string
 	}{
 		"add now exported":      {entry: "{name: NCCL_DEBUG, action: add, value: INFO, reason: r}", want: "the profile now exports it"},

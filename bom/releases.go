@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/tcpxogen/tcpxogen/internal/facts"
 )
 
 // Releases is Google's published GPUDirect-TCPXO release data.
@@ -52,18 +54,12 @@ const (
 	SourceManifests    = "manifests"
 )
 
-// EnvVar is one NCCL environment variable.
-type EnvVar struct {
-	Name  string `yaml:"name"`
-	Value string `yaml:"value"`
-}
-
 // NCCLConfig is the environment published for one installer version.
 type NCCLConfig struct {
 	Installer string `yaml:"installer"`
 	// Source says where Env was transcribed from, and whether that was first-hand.
-	Source string   `yaml:"source"`
-	Env    []EnvVar `yaml:"env"`
+	Source string         `yaml:"source"`
+	Env    []facts.EnvVar `yaml:"env"`
 }
 
 // PairFor returns the published pair whose installer tag is exactly
@@ -155,7 +151,7 @@ func CheckPublished(b *BOM, r *Releases) error {
 	installer, daemon := b.Images.Installer.Version, b.Images.Daemon.Version
 	pair, ok := r.PairFor(installer)
 	if !ok {
-		c.add(path{"images", RoleInstaller, "version"}, fmt.Sprintf("%q is not a published installer in %s", installer, r.Path),
+		c.add(path{"images", RoleInstaller, "version"}, fmt.Sprintf("%s is not a published installer in %s", quote(installer), r.Path),
 			fmt.Sprintf("add the published pair to %s or pick a published version: %s", r.Path, strings.Join(r.PublishedInstallers(), ", ")), nil)
 		return c.err()
 	}
@@ -176,7 +172,7 @@ func CheckPublished(b *BOM, r *Releases) error {
 			fix = fmt.Sprintf("pin the daemon to %s, or pin installer %s, which was published with %s", pair.Daemon, r.Pairs[j].Installer, daemon)
 		}
 		c.add(path{"images", RoleDaemon, "version"},
-			fmt.Sprintf("%q is not the daemon published with installer %s (%s pairs it with %s)", daemon, installer, where, pair.Daemon), fix, nil)
+			fmt.Sprintf("%s is not the daemon published with installer %s (%s pairs it with %s)", quote(daemon), installer, where, pair.Daemon), fix, nil)
 	}
 	return c.err()
 }
@@ -198,12 +194,12 @@ func (r *Releases) validate(c *checker) {
 			pp := path{"pairs"}.index(i)
 			if c.require(pp.key("date"), p.Date, "set it to the release note's date, YYYY-MM-DD") {
 				if _, err := time.Parse(dateLayout, p.Date); err != nil {
-					c.add(pp.key("date"), fmt.Sprintf("%q is not a date", p.Date), "write it as YYYY-MM-DD, e.g. 2026-01-09", err)
+					c.add(pp.key("date"), fmt.Sprintf("%s is not a date", quote(p.Date)), "write it as YYYY-MM-DD, e.g. 2026-01-09", err)
 				}
 			}
 			if c.require(pp.key("source"), p.Source, "say where the pair is published: "+SourceReleaseNotes+" or "+SourceManifests) &&
 				p.Source != SourceReleaseNotes && p.Source != SourceManifests {
-				c.add(pp.key("source"), fmt.Sprintf("%q is not %s or %s", p.Source, SourceReleaseNotes, SourceManifests),
+				c.add(pp.key("source"), fmt.Sprintf("%s is not %s or %s", quote(p.Source), SourceReleaseNotes, SourceManifests),
 					"use release-notes for a pair in the GKE release notes, manifests for one known only from Google's manifests or source tags", nil)
 			}
 			c.tag(pp.key("installer"), p.Installer, "the installer (nccl-plugin-gpudirecttcpx-dev) tag")
@@ -213,7 +209,7 @@ func (r *Releases) validate(c *checker) {
 			}
 			if first, dup := installers[p.Installer]; dup {
 				line, _ := c.lines.line(path{"pairs"}.index(first))
-				c.add(pp.key("installer"), fmt.Sprintf("%q is already listed at line %d", p.Installer, line),
+				c.add(pp.key("installer"), fmt.Sprintf("%s is already listed at line %d", quote(p.Installer), line),
 					"keep one row per installer release; an installer is published with exactly one daemon", nil)
 				continue
 			}
@@ -226,11 +222,11 @@ func (r *Releases) validate(c *checker) {
 		cp := path{"ncclConfigs"}.index(i)
 		if c.tag(cp.key("installer"), cfg.Installer, "the installer version this list was published for") {
 			if _, ok := installers[cfg.Installer]; !ok {
-				c.add(cp.key("installer"), fmt.Sprintf("%q is not an installer listed under pairs", cfg.Installer),
+				c.add(cp.key("installer"), fmt.Sprintf("%s is not an installer listed under pairs", quote(cfg.Installer)),
 					fmt.Sprintf("add its published pair first, or correct the tag (listed: %s)", strings.Join(r.PublishedInstallers(), ", ")), nil)
 			} else if first, dup := configs[cfg.Installer]; dup {
 				line, _ := c.lines.line(path{"ncclConfigs"}.index(first))
-				c.add(cp.key("installer"), fmt.Sprintf("%q already has an NCCL config at line %d", cfg.Installer, line),
+				c.add(cp.key("installer"), fmt.Sprintf("%s already has an NCCL config at line %d", quote(cfg.Installer), line),
 					"keep one list per installer version", nil)
 			} else {
 				configs[cfg.Installer] = i
@@ -246,11 +242,11 @@ func (r *Releases) validate(c *checker) {
 			if c.require(ep.key("name"), env.Name, "set the variable's name") {
 				switch first, dup := names[env.Name]; {
 				case !envNameRE.MatchString(env.Name):
-					c.add(ep.key("name"), fmt.Sprintf("%q is not a valid environment variable name", env.Name),
+					c.add(ep.key("name"), fmt.Sprintf("%s is not a valid environment variable name", quote(env.Name)),
 						"use letters, digits and '_', not starting with a digit", nil)
 				case dup:
 					line, _ := c.lines.line(cp.key("env").index(first))
-					c.add(ep.key("name"), fmt.Sprintf("%q is already set at line %d", env.Name, line),
+					c.add(ep.key("name"), fmt.Sprintf("%s is already set at line %d", quote(env.Name), line),
 						"keep one entry per variable; a pod spec with both keeps only the last", nil)
 				default:
 					names[env.Name] = j
@@ -269,7 +265,7 @@ func (c *checker) tag(p path, v, what string) bool {
 		return false
 	}
 	if !tagRE.MatchString(v) {
-		c.add(p, fmt.Sprintf("%q is not an image tag", v), "write the tag exactly as published, e.g. v1.0.15 or v1.0.13_1", nil)
+		c.add(p, fmt.Sprintf("%s is not an image tag", quote(v)), "write the tag exactly as published, e.g. v1.0.15 or v1.0.13_1", nil)
 		return false
 	}
 	return true

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tcpxogen/tcpxogen/internal/facts"
 )
 
 // testReleases is a valid releases.yaml whose line numbers the cases rely on.
@@ -38,7 +40,7 @@ func TestParseReleasesAcceptsFixture(t *testing.T) {
 		t.Errorf("PairFor(v1.0.9-1) = %+v, %v", p, ok)
 	}
 	c, ok := r.ConfigFor("v1.0.14")
-	if !ok || len(c.Env) != 2 || c.Env[1] != (EnvVar{"NCCL_NVLS_ENABLE", "1"}) {
+	if !ok || len(c.Env) != 2 || c.Env[1] != (facts.EnvVar{Name: "NCCL_NVLS_ENABLE", Value: "1"}) {
 		t.Errorf("ConfigFor(v1.0.14) through an alias = %+v, %v", c, ok)
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/validators/performance/podcheck"
 	"github.com/tcpxogen/tcpxogen/validators/realize"
+	"github.com/tcpxogen/tcpxogen/validators/wiring"
 )
 
 // repoRoot is the parent module's checkout: this module lives in its e2e/.
@@ -48,15 +49,15 @@ func TestShippedRuntime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gotPod, err := realize.RuntimePodTemplate(stored, constants.Node)
+	gotPod, err := wiring.RuntimePodTemplate(stored, constants.Node)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantPod, err := realize.RuntimePodTemplate(want, constants.Node)
+	wantPod, err := wiring.RuntimePodTemplate(want, constants.Node)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := realize.Diff(realize.WiringOf(wantPod, constants.Node), realize.WiringOf(gotPod, constants.Node)); len(d) > 0 {
+	if d := wiring.Diff(wiring.Of(wantPod, constants.Node), wiring.Of(gotPod, constants.Node)); len(d) > 0 {
 		t.Fatalf("the API server stored other wiring than tcpxogen builds:\n%s", joinChanges(d))
 	}
 }
@@ -202,12 +203,12 @@ func runGuideTrainJob(t *testing.T, ctx context.Context, shipped *trainer.Cluste
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, job); err != nil {
 		t.Fatal(err)
 	}
-	rtPod, err := realize.RuntimePodTemplate(shipped, constants.Node)
+	rtPod, err := wiring.RuntimePodTemplate(shipped, constants.Node)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rtWiring := realize.WiringOf(rtPod, constants.Node)
-	rules := runtimes.GeneratedPins().RulesFor(rtWiring.NodeEnv)
+	rtWiring := wiring.Of(rtPod, constants.Node)
+	rules := runtimes.RulesFor(runtimes.GeneratedFacts(), rtWiring.NodeEnv)
 	verdict, err := realize.Lint(ctx, shipped, job.DeepCopy(), rules)
 	if err != nil {
 		t.Fatalf("check trainjob: %v", err)
@@ -226,16 +227,16 @@ func runGuideTrainJob(t *testing.T, ctx context.Context, shipped *trainer.Cluste
 		}
 		return err == nil, err
 	})
-	clusterPod, err := realize.JobSetPodTemplate(js, constants.Node)
+	clusterPod, err := wiring.JobSetPodTemplate(js, constants.Node)
 	if err != nil {
 		t.Fatal(err)
 	}
-	offlinePod, err := realize.JobSetPodTemplate(realized.JobSet, constants.Node)
+	offlinePod, err := wiring.JobSetPodTemplate(realized.JobSet, constants.Node)
 	if err != nil {
 		t.Fatal(err)
 	}
-	clusterWiring := realize.WiringOf(clusterPod, constants.Node)
-	if d := realize.Diff(realize.WiringOf(offlinePod, constants.Node), clusterWiring); len(d) > 0 {
+	clusterWiring := wiring.Of(clusterPod, constants.Node)
+	if d := wiring.Diff(wiring.Of(offlinePod, constants.Node), clusterWiring); len(d) > 0 {
 		t.Errorf("check trainjob's realization disagrees with the JobSet the trainer controller created:\n%s", joinChanges(d))
 	}
 	offlineLost := lostFabric(verdict.Changes)
@@ -350,7 +351,7 @@ func lostFabric(js []realize.Judged) []string {
 	return out
 }
 
-func joinChanges(cs []realize.Change) string {
+func joinChanges(cs []wiring.Change) string {
 	s := make([]string, len(cs))
 	for i, c := range cs {
 		s[i] = "  " + c.String()

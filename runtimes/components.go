@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/tcpxogen/tcpxogen/internal/facts"
 )
 
 // Component names; the coupling check and the docs refer to them.
@@ -114,7 +116,7 @@ func cpuRequest(milli int64) corev1.ResourceRequirements {
 // InstallCommand is the installer container's shell program: the image's
 // entrypoint with `install --install-nccl`, then a copy of what it installed
 // to the host directory workload pods mount at LibMountPath.
-func InstallCommand(p Pins) string {
+func InstallCommand(p facts.Facts) string {
 	quoted := make([]string, len(p.InstallerEntrypoint))
 	for i, a := range p.InstallerEntrypoint {
 		quoted[i] = shellQuote(a)
@@ -147,14 +149,14 @@ func installer(in *Inputs) *appsv1.DaemonSet {
 		InitContainers: []corev1.Container{
 			{
 				Name:            PrepareContainer,
-				Image:           in.Pins.InstallerImage,
+				Image:           in.Facts.InstallerImage,
 				Command:         []string{"nsenter", "-at", "1", "--", "sh", "-c", HostPrepareScript},
 				SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
 			},
 			{
 				Name:            InstallerContainer,
-				Image:           in.Pins.InstallerImage,
-				Command:         []string{"/bin/sh", "-c", InstallCommand(in.Pins)},
+				Image:           in.Facts.InstallerImage,
+				Command:         []string{"/bin/sh", "-c", InstallCommand(in.Facts)},
 				Resources:       cpuRequest(150),
 				SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
 				VolumeMounts: []corev1.VolumeMount{

@@ -12,6 +12,8 @@ import (
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/interp"
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/tcpxogen/tcpxogen/internal/facts"
 )
 
 // The expectations below are Google's published node side
@@ -60,7 +62,7 @@ func TestInstallerPreparesTheHostFirst(t *testing.T) {
 	if want := []string{"nsenter", "-at", "1", "--", "sh", "-c", HostPrepareScript}; !slices.Equal(prep.Command, want) {
 		t.Errorf("%s command = %q, want the host script through nsenter", PrepareContainer, prep.Command)
 	}
-	if prep.Image != in.Pins.InstallerImage {
+	if prep.Image != in.Facts.InstallerImage {
 		t.Errorf("%s image = %q, want the pinned installer image (no unpinned ubuntu)", PrepareContainer, prep.Image)
 	}
 	if prep.SecurityContext == nil || prep.SecurityContext.Privileged == nil || !*prep.SecurityContext.Privileged {
@@ -68,7 +70,7 @@ func TestInstallerPreparesTheHostFirst(t *testing.T) {
 	}
 	inst := container(t, spec.InitContainers, InstallerContainer)
 	script := strings.Join(inst.Command, " ")
-	for _, want := range []string{strings.Join(in.Pins.InstallerEntrypoint, " ") + " install --install-nccl", "cp -r /var/lib/tcpxo/lib64/. " + in.Pins.LibDir} {
+	for _, want := range []string{strings.Join(in.Facts.InstallerEntrypoint, " ") + " install --install-nccl", "cp -r /var/lib/tcpxo/lib64/. " + in.Facts.LibDir} {
 		if !strings.Contains(script, want) {
 			t.Errorf("installer command %q lacks %q", script, want)
 		}
@@ -79,7 +81,7 @@ func TestInstallerPreparesTheHostFirst(t *testing.T) {
 	}
 	// LibDir (/usr/local/nvidia/lib64) inside the container must land in
 	// HostLibDir on the host, which workload pods mount.
-	if mounts["/var/lib"] != "/var/lib" || mounts["/usr/local"] != "/home/kubernetes/bin" || !strings.HasPrefix(in.Pins.LibDir, LibMountPath) {
+	if mounts["/var/lib"] != "/var/lib" || mounts["/usr/local"] != "/home/kubernetes/bin" || !strings.HasPrefix(in.Facts.LibDir, LibMountPath) {
 		t.Errorf("installer mounts %v: want host /var/lib at /var/lib and host /home/kubernetes/bin at /usr/local", mounts)
 	}
 	if q := inst.Resources.Requests.Cpu(); q.MilliValue() != 150 {
@@ -103,7 +105,7 @@ func TestInjectorSeesHostDevices(t *testing.T) {
 }
 
 func TestDaemonRunsThroughTheImageEntrypoint(t *testing.T) {
-	p := Pins{DaemonImage: "d", LibDir: "/l", DaemonEntrypoint: []string{"bash", "/fts/x.sh"}}
+	p := facts.Facts{DaemonImage: "d", LibDir: "/l", DaemonEntrypoint: []string{"bash", "/fts/x.sh"}}
 	c := DaemonSidecar(p)
 	if !slices.Equal(c.Command, p.DaemonEntrypoint) || !slices.Equal(c.Args, []string{DaemonHops}) {
 		t.Errorf("daemon command %q args %q, want the image entrypoint %q then %s", c.Command, c.Args, p.DaemonEntrypoint, DaemonHops)

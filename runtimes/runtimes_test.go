@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
+	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 )
 
@@ -76,7 +77,7 @@ func envMap(env []corev1.EnvVar) map[string]string {
 // The worker env is the generated profile plus the reviewed overrides and
 // nothing else, for both profiles.
 func TestWorkerEnvIsProfilePlusOverrides(t *testing.T) {
-	for name, prof := range map[string][]tcpxo.EnvVar{ProfileDefault: tcpxo.DefaultProfile(), ProfileSimple: tcpxo.SimpleProfile()} {
+	for name, prof := range map[string][]facts.EnvVar{ProfileDefault: tcpxo.DefaultProfile(), ProfileSimple: tcpxo.SimpleProfile()} {
 		t.Run(name, func(t *testing.T) {
 			pod := nodePod(t, Options{Interfaces: ExampleInterfaces(), Profile: name})
 			env := envMap(pod.Spec.Containers[0].Env)
@@ -170,9 +171,15 @@ func TestEncodeJSONAndYAML(t *testing.T) {
 	if _, err := Encode("toml", nil, rt); err == nil {
 		t.Fatal("unknown format accepted")
 	}
-	a, _ := Encode(FormatYAML, nil, rt)
-	b, _ := Encode(FormatYAML, nil, rt)
-	if string(a) != string(b) {
+	a, err := Encode(FormatYAML, nil, rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Encode(FormatYAML, nil, rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a) == 0 || string(a) != string(b) {
 		t.Fatal("YAML output is not deterministic")
 	}
 }
@@ -191,7 +198,7 @@ func TestReferenceExplainsEveryElement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := Reference(rt, in.Overrides, in.Pins.PluginVersion)
+	rows, err := Reference(rt, in.Overrides, in.Facts.PluginVersion)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +209,7 @@ func TestReferenceExplainsEveryElement(t *testing.T) {
 			t.Errorf("%s %s has no reason: add it to the why table", r.Kind, r.Name)
 		}
 	}
-	if kinds["annotation"] != 3 || kinds["sidecar"] != 1 || kinds["volume"] != 5 || kinds["env"] != len(in.Pins.Profiles[ProfileDefault])+1 {
+	if kinds["annotation"] != 3 || kinds["sidecar"] != 1 || kinds["volume"] != 5 || kinds["env"] != len(in.Facts.DefaultProfile)+1 {
 		t.Errorf("reference rows by kind: %v", kinds)
 	}
 	ns := Namespaced(rt, "team-a", "mine")

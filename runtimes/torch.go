@@ -3,9 +3,7 @@ package runtimes
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"os"
-	"slices"
 	"strings"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -17,6 +15,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 )
 
@@ -28,8 +27,8 @@ const FrameworkLabel = "trainer.kubeflow.org/framework"
 
 // Profiles a runtime can ship, by name.
 const (
-	ProfileDefault = "default"
-	ProfileSimple  = "simple"
+	ProfileDefault = facts.ProfileDefault
+	ProfileSimple  = facts.ProfileSimple
 )
 
 // Options are the cluster-specific inputs of the shipped runtime.
@@ -45,7 +44,7 @@ type Options struct {
 
 // Inputs are everything the builders read: the pins and the reviewed files.
 type Inputs struct {
-	Pins      Pins
+	Facts     facts.Facts
 	BOM       *bom.BOM
 	Releases  *bom.Releases
 	Overrides *bom.Overrides
@@ -63,22 +62,32 @@ func LoadInputs(root string) (*Inputs, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Inputs{Pins: GeneratedPins(), BOM: b, Releases: r, Overrides: o}, nil
+	return &Inputs{Facts: GeneratedFacts(), BOM: b, Releases: r, Overrides: o}, nil
 }
 
-// Shipped builds torch-distributed-tcpxo as the goldens carry it (example
-// network names), from the checkout found upwards from the working
-// directory: what proofs and reports realize when they mean "what ships".
-func Shipped() (*trainer.ClusterTrainingRuntime, error) {
+// ShippedInputs loads the reviewed inputs of the checkout found upwards from
+// the working directory, or, outside any checkout (a binary installed on its
+// own), the ones built into the binary.
+func ShippedInputs() (*Inputs, error) {
 	wd, err := os.Getwd()
 	if err != nil {
 		return nil, err
 	}
-	root, err := bom.FindRoot(wd)
+	if root, err := bom.FindRoot(wd); err == nil {
+		return LoadInputs(root)
+	}
+	b, r, o, err := bom.LoadEmbedded()
 	if err != nil {
 		return nil, err
 	}
-	in, err := LoadInputs(root)
+	return &Inputs{Facts: GeneratedFacts(), BOM: b, Releases: r, Overrides: o}, nil
+}
+
+// Shipped builds torch-distributed-tcpxo as the goldens carry it (example
+// network names), from ShippedInputs: what proofs and reports realize when
+// they mean "what ships".
+func Shipped() (*trainer.ClusterTrainingRuntime, error) {
+	in, err := ShippedInputs()
 	if err != nil {
 		return nil, err
 	}
@@ -88,17 +97,17 @@ func Shipped() (*trainer.ClusterTrainingRuntime, error) {
 // WorkerEnv is the shipped worker env: the named generated profile with the
 // reviewed overrides applied.
 func (in *Inputs) WorkerEnv(profile string) ([]corev1.EnvVar, error) {
-	prof, ok := in.Pins.Profiles[profile]
+	prof, ok := in.Facts.Profile(profile)
 	if !ok {
-		return nil, fmt.Errorf("profile %q is not one of %s", profile, strings.Join(slices.Sorted(maps.Keys(in.Pins.Profiles)), ", "))
+		return nil, fmt.Errorf("profile %q is not one of %s", profile, strings.Join(facts.Profiles, ", "))
 	}
-	var published []bom.EnvVar
-	if cfg, ok := in.Releases.ConfigFor(in.Pins.PluginVersion); ok {
+	var published []facts.EnvVar
+	if cfg, ok := in.Releases.ConfigFor(in.Facts.PluginVersion); ok {
 		published = cfg.Env
 	}
-	env, err := in.Overrides.Apply(prof, in.Pins.Contextual, published)
+	env, err := in.Overrides.Apply(prof, in.Facts.Normalized, published)
 	if err != nil {
-		return nil, fmt.Errorf("apply reviewed overrides to the %s profile of installer %s: %w", profile, in.Pins.PluginVersion, err)
+		return nil, fmt.Errorf("apply reviewed overrides to the %s profile of installer %s: %w", profile, in.Facts.PluginVersion, err)
 	}
 	out := make([]corev1.EnvVar, len(env))
 	for i, v := range env {
@@ -117,8 +126,8 @@ func (o *Options) defaults(in *Inputs) error {
 	if o.WorkerImage == "" {
 		o.WorkerImage = in.BOM.Images.Worker.Reference
 	}
-	if !strings.Contains(o.WorkerImage, "@sha256:") {
-		return fmt.Errorf("worker image %q is not pinned by digest: use REPO:TAG@sha256:DIGEST", o.WorkerImage)
+	if _, err := bom.ParsePinned(o.WorkerImage); err != nil {
+		return fmt.Errorf("worker image is not pinned by digest: %w", err)
 	}
 	if o.Profile == "" {
 		o.Profile = ProfileDefault
@@ -144,7 +153,7 @@ func TorchRuntime(in *Inputs, opts Options) (*trainer.ClusterTrainingRuntime, er
 		Spec: corev1.PodSpec{
 			NodeSelector:   opts.NodeSelector,
 			Tolerations:    opts.Tolerations,
-			InitContainers: []corev1.Container{DaemonSidecar(in.Pins)},
+			InitContainers: []corev1.Container{DaemonSidecar(in.Facts)},
 			Containers:     []corev1.Container{node},
 			Volumes:        Volumes(),
 		},

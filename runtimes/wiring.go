@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
+	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 )
 
@@ -105,7 +106,7 @@ func Volumes() []corev1.Volume {
 // with restartPolicy Always starts before the worker and lives beside it.
 // Its startup probe fails the pod fast on a bad node instead of letting
 // NCCL init hang waiting for a daemon that never comes up.
-func DaemonSidecar(p Pins) corev1.Container {
+func DaemonSidecar(p facts.Facts) corev1.Container {
 	return corev1.Container{
 		Name:          DaemonContainer,
 		Image:         p.DaemonImage,

@@ -3,22 +3,12 @@
 // Package tcpxo holds the facts tcpxogen pinned from NCCL plugin installer v1.0.15.
 package tcpxo
 
+import (
+	facts "github.com/tcpxogen/tcpxogen/internal/facts"
+	guestconfig "github.com/tcpxogen/tcpxogen/internal/guestconfig"
+)
+
 // Regenerate with `go generate ./...`; change what is pinned in bom/bom.yaml.
-
-// EnvVar is one exported variable of an NCCL env profile.
-type EnvVar struct {
-	Name  string
-	Value string
-}
-
-// GuestRule is one env_var rule of the installer's guest config checker. At NCCL
-// init the plugin aborts or hangs a workload that breaks a POLICY_ENFORCED rule;
-// a POLICY_RECOMMENDED difference is reported.
-type GuestRule struct {
-	Name   string
-	Value  string
-	Policy string
-}
 
 const (
 	// PluginVersion is the NCCL plugin version of record: the pinned installer
@@ -88,8 +78,8 @@ func Scripts() []string {
 }
 
 // DefaultProfile returns the variables nccl-env-profile.sh exports, in order. Each call returns a fresh slice.
-func DefaultProfile() []EnvVar {
-	return []EnvVar{
+func DefaultProfile() []facts.EnvVar {
+	return []facts.EnvVar{
 		{
 			Name:  "LD_LIBRARY_PATH",
 			Value: "/usr/local/nvidia/lib64",
@@ -194,8 +184,8 @@ func DefaultProfile() []EnvVar {
 }
 
 // SimpleProfile returns the variables nccl-env-profile-simple.sh exports, in order. Each call returns a fresh slice.
-func SimpleProfile() []EnvVar {
-	return []EnvVar{
+func SimpleProfile() []facts.EnvVar {
+	return []facts.EnvVar{
 		{
 			Name:  "LD_LIBRARY_PATH",
 			Value: "/usr/local/nvidia/lib64",
@@ -304,8 +294,8 @@ func SimpleProfile() []EnvVar {
 }
 
 // DefaultGuestRules returns the rules of a3plus_guest_config.textproto, which the default profile points the checker at, in file order. Each call returns a fresh slice.
-func DefaultGuestRules() []GuestRule {
-	return []GuestRule{
+func DefaultGuestRules() []guestconfig.Rule {
+	return []guestconfig.Rule{
 		{
 			Name:   "NCCL_CROSS_NIC",
 			Policy: "POLICY_ENFORCED",
@@ -385,8 +375,8 @@ func DefaultGuestRules() []GuestRule {
 }
 
 // SimpleGuestRules returns the rules of a3plus_guest_config_simple.textproto, which the simple profile points the checker at, in file order. Each call returns a fresh slice.
-func SimpleGuestRules() []GuestRule {
-	return []GuestRule{
+func SimpleGuestRules() []guestconfig.Rule {
+	return []guestconfig.Rule{
 		{
 			Name:   "NCCL_CROSS_NIC",
 			Policy: "POLICY_ENFORCED",
@@ -500,3 +490,51 @@ const (
 	// DaemonProvenanceSubstituted is true when the daemon image read is not the pinned one.
 	DaemonProvenanceSubstituted = true
 )
+
+// Facts returns every fact above as the one value the builders consume.
+func Facts() facts.Facts {
+	return facts.Facts{
+		AllReducePerfMPI:      AllReducePerfMPI,
+		CUDAVersion:           CUDAVersion,
+		DaemonEntryScript:     DaemonEntryScript,
+		DaemonEntryScriptMode: DaemonEntryScriptMode,
+		DaemonEntrypoint:      DaemonEntrypoint(),
+		DaemonImage:           DaemonImage,
+		DaemonProvenance: facts.ImageProvenance{
+			Digest:      DaemonProvenanceDigest,
+			Kind:        DaemonProvenanceKind,
+			Pinned:      DaemonProvenancePinned,
+			Read:        DaemonProvenanceRead,
+			Source:      DaemonProvenanceSource,
+			Substituted: DaemonProvenanceSubstituted,
+		},
+		DaemonVersion:       DaemonVersion,
+		DefaultGuestRules:   DefaultGuestRules(),
+		DefaultProfile:      DefaultProfile(),
+		InstallerEntrypoint: InstallerEntrypoint(),
+		InstallerImage:      InstallerImage,
+		LibDir:              LibDir,
+		NCCLVersion:         NCCLVersion,
+		Normalized:          NormalizedVariables(),
+		PluginFiles:         PluginFiles(),
+		PluginFilesComplete: PluginFilesComplete,
+		PluginVersion:       PluginVersion,
+		Provenance: facts.Provenance{
+			DefaultGuestConfigSHA256: ProvenanceDefaultGuestConfigSHA256,
+			DefaultProfileSHA256:     ProvenanceDefaultProfileSHA256,
+			Digest:                   ProvenanceDigest,
+			Kind:                     ProvenanceKind,
+			Pinned:                   ProvenancePinned,
+			Read:                     ProvenanceRead,
+			SimpleGuestConfigSHA256:  ProvenanceSimpleGuestConfigSHA256,
+			SimpleProfileSHA256:      ProvenanceSimpleProfileSHA256,
+			Source:                   ProvenanceSource,
+			Substituted:              ProvenanceSubstituted,
+		},
+		Refused:          RefusedCommands(),
+		SSHDPort:         SSHDPort,
+		Scripts:          Scripts(),
+		SimpleGuestRules: SimpleGuestRules(),
+		SimpleProfile:    SimpleProfile(),
+	}
+}

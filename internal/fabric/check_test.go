@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
+	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
 )
 
@@ -39,7 +40,7 @@ func loadRules(t *testing.T, rel string) []guestconfig.Rule {
 	return rules
 }
 
-func env(vars []tcpxo.EnvVar) []corev1.EnvVar {
+func env(vars []facts.EnvVar) []corev1.EnvVar {
 	out := make([]corev1.EnvVar, len(vars))
 	for i, v := range vars {
 		out[i] = corev1.EnvVar{Name: v.Name, Value: v.Value}
@@ -245,7 +246,7 @@ func TestCheckEmptyCandidate(t *testing.T) {
 // versions: the reconstruction is consistent with the profiles.
 func TestProfilesPassTheirRules(t *testing.T) {
 	for _, version := range []string{"v1.0.15", "v1.0.14"} {
-		for file, profile := range map[string][]tcpxo.EnvVar{
+		for file, profile := range map[string][]facts.EnvVar{
 			"a3plus_guest_config.textproto":        tcpxo.DefaultProfile(),
 			"a3plus_guest_config_simple.textproto": tcpxo.SimpleProfile(),
 		} {

@@ -11,7 +11,8 @@
 //   - NCCL's documented environment variables (NCCL user guide,
 //     "Environment Variables", docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html):
 //     which of them select the transport, the plugin and the interfaces;
-//   - the project's facts (tcpxo-facts.md) and Google's GPUDirect-TCPXO
+//   - the installer's profiles and checker files as the reconstruction
+//     records them (testdata/installer/) and Google's GPUDirect-TCPXO
 //     release notes (GoogleCloudPlatform/container-engine-accelerators,
 //     gpudirect-tcpxo/README.md): what the installer's profile sets and
 //     what the FasTrak plugin needs.

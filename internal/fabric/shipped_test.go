@@ -41,7 +41,8 @@ func TestShippedEnvKeepsTheFabric(t *testing.T) {
 				t.Fatal(err)
 			}
 			var prof []corev1.EnvVar
-			for _, v := range in.Pins.Profiles[profile] {
+			vars, _ := in.Facts.Profile(profile)
+			for _, v := range vars {
 				prof = append(prof, corev1.EnvVar{Name: v.Name, Value: v.Value})
 			}
 			got := fabric.Check(prof, rules, shipped)

@@ -12,8 +12,7 @@ import (
 )
 
 // The checker's .proto is not published. This is the subset tcpxogen
-// understands, declared in Go so that no protoc or generated code is needed
-// (the project facts, probes.md, "Text-format protobuf without protoc").
+// understands, declared in Go so that no protoc or generated code is needed.
 //
 // Field and enum numbers are this package's own: the text format names
 // fields and enum values, so the numbers only have to be unique. proto2

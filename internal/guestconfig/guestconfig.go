@@ -8,8 +8,7 @@
 // or hangs the workload; variables the file does not list are reported as
 // unexpected (google/nccl-plugin-gpudirect-tcpxo README, "Future Libraries";
 // GoogleCloudPlatform/container-engine-accelerators gpudirect-tcpxo/README.md,
-// release of Aug 21, 2025; the project facts, tcpxo-facts.md, "Guest config
-// checker").
+// release of Aug 21, 2025; testdata/installer/GUEST-CONFIG.md).
 //
 // The files are text-format protobuf of the message
 // guest_config_checker.GuestConfigValidatorConfig. Its .proto is not public,

@@ -7,20 +7,21 @@ import (
 	"testing"
 
 	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
+	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
 )
 
 // The reconstruction's checker files must agree with the profiles they
 // stand beside: every rule names a variable the profile exports, with the
 // profile's value. The profiles are the generated v1.0.15 constants; the
-// facts (tcpxo-facts.md, "/scripts = tcpxo_scripts/ of the tag") record the
+// facts (testdata/installer/GUEST-CONFIG.md, end) record the
 // default and simple profiles as byte-identical from v1.0.14 to v1.0.17, so
 // v1.0.14 is checked against the same ones.
 func TestReconstructionMatchesProfiles(t *testing.T) {
 	for _, version := range []string{"v1.0.15", "v1.0.14"} {
 		for _, tc := range []struct {
 			file                  string
-			profile               []tcpxo.EnvVar
+			profile               []facts.EnvVar
 			enforced, recommended int
 			mustEnforce           map[string]string // named by the facts
 		}{
@@ -48,7 +49,7 @@ func TestReconstructionMatchesProfiles(t *testing.T) {
 				count := map[guestconfig.Policy]int{}
 				for _, r := range rules {
 					count[r.Policy]++
-					i := slices.IndexFunc(tc.profile, func(v tcpxo.EnvVar) bool { return v.Name == r.Name })
+					i := slices.IndexFunc(tc.profile, func(v facts.EnvVar) bool { return v.Name == r.Name })
 					if i < 0 {
 						t.Errorf("line %d: %s is not exported by the profile", r.Line, r.Name)
 					} else if got := tc.profile[i].Value; got != r.Value {

@@ -1,12 +1,13 @@
 // Package yamlstrict holds the machinery the repository's hand-edited YAML
 // readers share: reading exactly one document, placing yaml.v3's syntax
-// errors on the right line, turning parser panics into rejections, and the
-// pieces of helpful messages (closest-name suggestions, YAML paths, bounded
-// problem lists, quoted user values).
+// errors on the right line, the structural walk of a document against the
+// reader's Go type (Walk), the one located error type (Error), turning
+// parser panics into rejections, and the pieces of helpful messages
+// (closest-name suggestions, YAML paths, bounded problem lists, quoted user
+// values).
 //
-// It deliberately knows nothing about any reader's error type or wording:
-// each reader turns what this package finds into its own errors, so that its
-// messages stay its own.
+// It knows nothing of any reader's wording: each reader words what Walk
+// finds itself, so that its messages stay its own.
 package yamlstrict
 
 import (

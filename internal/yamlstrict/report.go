@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/tcpxogen/tcpxogen/internal/excerpt"
 )
 
 // JoinPath appends a mapping key to a YAML path: "a.b" and "c" make "a.b.c";
@@ -69,13 +70,9 @@ const MaxShown = 64
 
 // Quote renders a user's value for a message: always quoted, so that
 // whitespace, empty strings and control characters are visible and cannot
-// garble a terminal, and cut short with "…" past MaxShown runes.
-func Quote(s string) string {
-	if utf8.RuneCountInString(s) > MaxShown {
-		return strconv.Quote(string([]rune(s)[:MaxShown])) + "…"
-	}
-	return strconv.Quote(s)
-}
+// garble a terminal, cut short past MaxShown runes with the full size
+// stated, and with non-ASCII look-alikes named (excerpt.QuoteN).
+func Quote(s string) string { return excerpt.QuoteN(s, MaxShown) }
 
 // List joins words for a sentence with conj: "a", "a or b", "a, b or c".
 func List(words []string, conj string) string {

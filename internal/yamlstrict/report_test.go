@@ -93,13 +93,16 @@ func TestJoinBound(t *testing.T) {
 
 func TestQuote(t *testing.T) {
 	long := strings.Repeat("é", MaxShown)
+	escaped := strings.Repeat(`\u00e9`, MaxShown)
+	const e = " (non-ASCII U+00E9 LATIN SMALL LETTER E WITH ACUTE)"
 	for _, tc := range []struct{ in, want string }{
 		{"net-1", `"net-1"`},
 		{"", `""`},
 		{" net-1", `" net-1"`},
-		{"a\x1b[2Jb", `"a\x1b[2Jb"`}, // a terminal escape stays visible and inert
-		{long, `"` + long + `"`},     // MaxShown runes, multi-byte, are shown whole
-		{long + "z", `"` + long + `"…`},
+		{"a\x1b[2Jb", `"a\x1b[2Jb" (non-printable U+001B (a control character))`}, // a terminal escape stays visible and inert
+		{long, `"` + escaped + `"` + e},                                           // MaxShown runes, multi-byte, are shown whole
+		{long + "z", `"` + escaped + `"… (first 64 characters of 129 bytes)` + e},
+		{"NCCL_D\u0415BUG", `"NCCL_D\u0415BUG" (non-ASCII U+0415 CYRILLIC CAPITAL LETTER IE)`},
 	} {
 		if got := Quote(tc.in); got != tc.want {
 			t.Errorf("Quote(%.20q) = %.80q, want %.80q", tc.in, got, tc.want)

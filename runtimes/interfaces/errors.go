@@ -2,7 +2,6 @@ package interfaces
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -15,44 +14,15 @@ import (
 // fixed by passing a mapping, the second by correcting one.
 var ErrNoMapping = errors.New("no GPU NIC to GKE Network mapping: an A3 Mega TCPXO pod needs eth1..eth8 bound to this cluster's Device-type GKE Networks, and there is no default")
 
-// Error is one rejected part of a mapping. Parsers report every problem they
-// find at once (joined with errors.Join, in a deterministic order), so a user
-// fixes the input in one pass; use errors.As, or Unwrap() []error on the
-// joined error, to reach the individual problems.
-type Error struct {
-	// Line is the 1-based line in a YAML document; 0 for Parse and
-	// FromBindings, whose input has no lines.
-	Line int
-	// Entry names what is wrong, as the user wrote it: a GPU NIC ("eth8"), a
-	// pair of Parse's input (`pair 3 "eth1net-1"`), or a YAML path
-	// ("tcpxoInterfaces[2].network"). Empty for problems with the whole input.
-	Entry string
-	// Problem says what is wrong, in words that follow Entry.
-	Problem string
-	// Fix says what to do about it.
-	Fix string
-	// Err is the underlying cause, if any (ErrNoMapping, a YAML syntax error).
-	Err error
-}
-
-func (e *Error) Error() string {
-	var b strings.Builder
-	if e.Line > 0 {
-		fmt.Fprintf(&b, "line %d: ", e.Line)
-	}
-	if e.Entry != "" {
-		b.WriteString(e.Entry)
-		b.WriteByte(' ')
-	}
-	b.WriteString(e.Problem)
-	if e.Fix != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Fix)
-	}
-	return b.String()
-}
-
-func (e *Error) Unwrap() error { return e.Err }
+// Error is one rejected part of a mapping, the located error every YAML
+// reader shares. Parsers report every problem they find at once (joined with
+// errors.Join, in a deterministic order), so a user fixes the input in one
+// pass; use errors.As to reach the individual problems. Its Path names what
+// is wrong as the user wrote it: a GPU NIC ("eth8"), a pair of Parse's input
+// (`pair 3 "eth1net-1"`), or a YAML path ("tcpxoInterfaces[2].network"); Line
+// is 0 for Parse and FromBindings, whose input has no lines; Err is
+// ErrNoMapping or a YAML syntax error, if either is the cause.
+type Error = yamlstrict.Error
 
 // joinErrors returns nil, the single *Error itself (so a caller can type-assert
 // the common case), or all of them joined, at most yamlstrict.MaxProblems and

@@ -53,7 +53,7 @@ func problems(t *testing.T, err error) []*Error {
 	return out
 }
 
-// want is one expected rejection: its Entry exactly, its Line (when the
+// want is one expected rejection: its Path exactly, its Line (when the
 // caller checks lines), and a fragment of its message.
 type want struct {
 	entry    string
@@ -78,8 +78,8 @@ func checkProblems(t *testing.T, err error, checkLines bool, wants ...want) {
 		if g.Problem == "" || g.Fix == "" {
 			t.Errorf("problem %d is incomplete: %#v", i, g)
 		}
-		if g.Entry != w.entry {
-			t.Errorf("problem %d: Entry = %q, want %q (%s)", i, g.Entry, w.entry, g)
+		if g.Path != w.entry {
+			t.Errorf("problem %d: Path = %q, want %q (%s)", i, g.Path, w.entry, g)
 		}
 		if !strings.Contains(g.Error(), w.fragment) {
 			t.Errorf("problem %d: %q\ndoes not contain %q", i, g.Error(), w.fragment)

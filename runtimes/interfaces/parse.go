@@ -39,7 +39,7 @@ func Parse(s string) (Mapping, error) {
 		switch {
 		case pair == "":
 			e.skip = true
-			e.pre = []*Error{{Entry: e.where, Problem: "is empty",
+			e.pre = []*Error{{Path: e.where, Problem: "is empty",
 				Fix: "remove the extra ','; pairs are separated by single commas, with none at either end"}}
 		case !found:
 			e.skip = true
@@ -47,7 +47,7 @@ func Parse(s string) (Mapping, error) {
 			if _, ok := gpuIndex(pair); ok {
 				example = pair + "=<network>"
 			}
-			e.pre = []*Error{{Entry: e.where, Problem: "has no '='",
+			e.pre = []*Error{{Path: e.where, Problem: "has no '='",
 				Fix: "write each pair as <interface>=<network>, here " + example}}
 		default:
 			e.iface, e.network = strings.TrimSpace(iface), strings.TrimSpace(network)
@@ -66,7 +66,7 @@ func Parse(s string) (Mapping, error) {
 func FromBindings(bs []Binding) (Mapping, error) {
 	if len(bs) == 0 {
 		return Mapping{}, &Error{
-			Entry:   yamlKey,
+			Path:    yamlKey,
 			Problem: "is empty; a GPU NIC to GKE Network mapping is required, and there is no default, because the Network names differ per cluster",
 			Fix:     "list eight bindings, " + listForm.binding("eth1", "<network>") + " through " + listForm.binding("eth8", "<network>") + ", naming this cluster's Device-type GKE Networks (`kubectl get networks` lists them)",
 			Err:     ErrNoMapping,

@@ -120,7 +120,7 @@ func TestParseRejects(t *testing.T) {
 			{"eth4", 0, `eth4 is mapped to "net_4", which contains '_'; a GKE Network name has only a-z, 0-9 and '-'`},
 		}},
 		{"non-ASCII letter", pairs(map[string]string{"eth4": "eth4=nét-4"}), []want{
-			{"eth4", 0, `contains 'é'`},
+			{"eth4", 0, `contains non-ASCII U+00E9 LATIN SMALL LETTER E WITH ACUTE`},
 		}},
 		{"empty network", pairs(map[string]string{"eth1": "eth1="}), []want{
 			{"eth1", 0, "eth1 has no network: write it as eth1=<network>"},
@@ -162,7 +162,7 @@ func TestParseRejects(t *testing.T) {
 			{"eth1", 0, "eth1 is not mapped"},
 		}},
 		{"control characters are quoted", pairs(map[string]string{"eth1": "eth1\x1b[2J=net-1"}), []want{
-			{`"eth1\x1b[2J"`, 0, "is not a GPU NIC"},
+			{`"eth1\x1b[2J" (non-printable U+001B (a control character))`, 0, "is not a GPU NIC"},
 			{"eth1", 0, "eth1 is not mapped"},
 		}},
 		{"problems come in input order, then per interface", "eth2=B,eth1,eth9=x,eth2=c,eth3=net-1,eth4=net-1", []want{
@@ -271,7 +271,7 @@ func TestNetworkNameRules(t *testing.T) {
 		{"n.et", "contains '.'"},
 		{"n et", "whitespace"},
 		{"n\u00a0et", "whitespace"},
-		{"nét", "contains 'é'"},
+		{"nét", "contains non-ASCII U+00E9 LATIN SMALL LETTER E WITH ACUTE"},
 		{"", "is empty"},
 	}
 	for _, tt := range tests {

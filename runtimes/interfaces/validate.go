@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/tcpxogen/tcpxogen/internal/excerpt"
 )
 
 // networkNamePattern is GKE's rule for a Network name used by a pod
@@ -55,7 +57,7 @@ var networkNameRules = []nameRule{
 		broken: func(n string) bool { return !('a' <= n[0] && n[0] <= 'z') },
 		problem: func(n string) string {
 			r, _ := utf8.DecodeRuneInString(n)
-			return fmt.Sprintf("starts with %q; a GKE Network name starts with a letter a-z", r)
+			return fmt.Sprintf("starts with %s; a GKE Network name starts with a letter a-z", excerpt.Rune(r))
 		},
 		fix: findNetwork,
 	},
@@ -68,7 +70,7 @@ var networkNameRules = []nameRule{
 		broken: func(n string) bool { return strings.IndexFunc(n, notNameRune) >= 0 },
 		problem: func(n string) string {
 			r, _ := utf8.DecodeRuneInString(n[strings.IndexFunc(n, notNameRune):])
-			return fmt.Sprintf("contains %q; a GKE Network name has only a-z, 0-9 and '-'", r)
+			return fmt.Sprintf("contains %s; a GKE Network name has only a-z, 0-9 and '-'", excerpt.Rune(r))
 		},
 		fix:       findNetwork,
 		separator: true,
@@ -150,7 +152,7 @@ type entry struct {
 func validate(entries []entry, f form, listLine int) (Mapping, []*Error) {
 	var errs []*Error
 	add := func(line int, subject, problem, fix string) {
-		errs = append(errs, &Error{Line: line, Entry: subject, Problem: problem, Fix: fix})
+		errs = append(errs, &Error{Line: line, Path: subject, Problem: problem, Fix: fix})
 	}
 
 	var uses [numGPUNICs][]int // indices into entries, per GPU NIC

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -20,10 +21,16 @@ const yamlKey = "tcpxoInterfaces"
 // the bound keeps a wrong path (a log, an image) from being parsed whole.
 const maxYAMLSize = 1 << 20
 
-var (
-	documentFields = []string{yamlKey}
-	bindingFields  = []string{"interfaceName", "network"}
-)
+// yamlDocument and yamlBinding are the document's shape, for the
+// structural walk (yamlstrict.Walk); the entries are read from the nodes.
+type yamlDocument struct {
+	TcpxoInterfaces []yamlBinding `yaml:"tcpxoInterfaces"`
+}
+
+type yamlBinding struct {
+	InterfaceName string `yaml:"interfaceName"`
+	Network       string `yaml:"network"`
+}
 
 // yamlShape is the expected document, for messages.
 var yamlShape = yamlKey + ": followed by eight entries, " +
@@ -48,11 +55,11 @@ var yamlShape = yamlKey + ": followed by eight entries, " +
 func ParseYAML(data []byte) (m Mapping, err error) {
 	// Input must never crash the tool, even through a yaml.v3 bug.
 	defer yamlstrict.Recover(func(problem string) {
-		m, err = Mapping{}, &Error{Entry: "the document", Problem: problem,
+		m, err = Mapping{}, &Error{Path: "the document", Problem: problem,
 			Fix: "check that this is the mapping document you meant to load; it should be " + yamlShape}
 	})
 	if len(data) > maxYAMLSize {
-		return Mapping{}, &Error{Entry: "the document",
+		return Mapping{}, &Error{Path: "the document",
 			Problem: fmt.Sprintf("is %d bytes, over the %d-byte limit for a mapping document", len(data), maxYAMLSize),
 			Fix:     "check the path: the document should be " + yamlShape}
 	}
@@ -63,7 +70,7 @@ func ParseYAML(data []byte) (m Mapping, err error) {
 	case errors.Is(err, yamlstrict.ErrNoDocument):
 		return Mapping{}, emptyDocument(0)
 	case errors.As(err, &second):
-		return Mapping{}, &Error{Line: second.Line, Entry: "a second YAML document", Problem: "starts here",
+		return Mapping{}, &Error{Line: second.Line, Path: "a second YAML document", Problem: "starts here",
 			Fix: "keep exactly one document: remove the '---' separator and what follows it"}
 	case err != nil:
 		return Mapping{}, syntaxError(data, err)
@@ -84,15 +91,16 @@ func ParseYAML(data []byte) (m Mapping, err error) {
 		if root.Kind == yaml.SequenceNode {
 			fix = "put the list under the key " + yamlKey + ":"
 		}
-		return Mapping{}, &Error{Line: root.Line, Entry: "the document",
+		return Mapping{}, &Error{Line: root.Line, Path: "the document",
 			Problem: "is " + kindWord(root) + ", not a mapping with the key " + yamlKey, Fix: fix}
 	}
 
 	r := &yamlReader{}
-	fields := r.fields(root, "", documentFields)
+	r.keys(root)
+	fields := fields(root)
 	list, ok := fields[yamlKey]
 	if !ok {
-		r.errs = append(r.errs, &Error{Line: root.Line, Entry: yamlKey,
+		r.errs = append(r.errs, &Error{Line: root.Line, Path: yamlKey,
 			Problem: "is missing; a GPU NIC to GKE Network mapping is required, and there is no default, because the Network names differ per cluster",
 			Fix:     "add " + yamlShape + ", naming this cluster's Device-type GKE Networks (`kubectl get networks` lists them)",
 			Err:     ErrNoMapping})
@@ -101,13 +109,13 @@ func ParseYAML(data []byte) (m Mapping, err error) {
 	seq := deref(list.value)
 	switch {
 	case seq.ShortTag() == "!!null" || seq.Kind == yaml.SequenceNode && len(seq.Content) == 0:
-		r.errs = append(r.errs, &Error{Line: list.key.Line, Entry: yamlKey,
+		r.errs = append(r.errs, &Error{Line: list.key.Line, Path: yamlKey,
 			Problem: "is empty; a GPU NIC to GKE Network mapping is required, and there is no default",
 			Fix:     "list eight entries, " + listForm.binding("eth1", "<network>") + " through " + listForm.binding("eth8", "<network>") + ", naming this cluster's Device-type GKE Networks (`kubectl get networks` lists them)",
 			Err:     ErrNoMapping})
 		return Mapping{}, r.result()
 	case seq.Kind != yaml.SequenceNode:
-		r.errs = append(r.errs, &Error{Line: seq.Line, Entry: yamlKey,
+		r.errs = append(r.errs, &Error{Line: seq.Line, Path: yamlKey,
 			Problem: "must be a list, not " + kindWord(seq),
 			Fix:     "write one entry per GPU NIC, each on its own line starting with '- ', e.g. - " + listForm.binding("eth1", "<network>")})
 		return Mapping{}, r.result()
@@ -133,7 +141,7 @@ type yamlReader struct {
 }
 
 func (r *yamlReader) add(line int, entry, problem, fix string) {
-	r.errs = append(r.errs, &Error{Line: line, Entry: entry, Problem: problem, Fix: fix})
+	r.errs = append(r.errs, &Error{Line: line, Path: entry, Problem: problem, Fix: fix})
 }
 
 // result orders the problems by line, keeping the order they were found in
@@ -145,36 +153,40 @@ func (r *yamlReader) result() error {
 
 type field struct{ key, value *yaml.Node }
 
-// fields reads a mapping's keys, reporting keys that are not plain names,
-// appear twice or are not in allowed. The first of duplicate keys is used, so
-// that the rest of the document is still checked.
-func (r *yamlReader) fields(n *yaml.Node, path string, allowed []string) map[string]field {
-	out := map[string]field{}
-	firstLine := map[string]int{}
-	where := path
-	if where == "" {
-		where = "the document"
+// keys reports every key of the document that is not a plain name, appears
+// twice or is not a field; values of the wrong kind are binding's and
+// text's to word.
+func (r *yamlReader) keys(root *yaml.Node) {
+	for _, f := range yamlstrict.Walk(root, reflect.TypeFor[yamlDocument](), yamlstrict.WalkOptions{FollowAliases: true}) {
+		where := yamlstrict.ParentPath(f.Path)
+		if f.Kind == yamlstrict.KeyNotAName {
+			where = f.Path
+		}
+		if where == "" {
+			where = "the document"
+		}
+		switch f.Kind {
+		case yamlstrict.KeyNotAName:
+			r.add(f.Line, where, "has a key that is "+kindWord(f.Node)+", not a name",
+				"write the keys as plain names: "+strings.Join(yamlstrict.Fields(f.Want), ", "))
+		case yamlstrict.DuplicateKey:
+			r.add(f.Line, show(f.Path), fmt.Sprintf("is defined twice (first at line %d)", f.First),
+				"delete one of the two; YAML tools disagree on which one wins, so the document must not rely on either")
+		case yamlstrict.UnknownKey:
+			r.add(f.Line, show(f.Path), "is not a known field", yamlstrict.UnknownFieldFix(f.Node.Value, yamlstrict.Fields(f.Want), where, "and"))
+		}
 	}
+}
+
+// fields returns a mapping's known keys with their values, the first of
+// duplicates; keys has reported the rest.
+func fields(n *yaml.Node) map[string]field {
+	out := map[string]field{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k := deref(n.Content[i])
-		if k.Kind != yaml.ScalarNode {
-			r.add(k.Line, where, "has a key that is "+kindWord(k)+", not a name",
-				"write the keys as plain names: "+strings.Join(allowed, ", "))
-			continue
+		if _, seen := out[k.Value]; k.Kind == yaml.ScalarNode && !seen {
+			out[k.Value] = field{key: k, value: n.Content[i+1]}
 		}
-		name := k.Value
-		p := yamlstrict.JoinPath(path, name)
-		if line, dup := firstLine[name]; dup {
-			r.add(k.Line, show(p), fmt.Sprintf("is defined twice (first at line %d)", line),
-				"delete one of the two; YAML tools disagree on which one wins, so the document must not rely on either")
-			continue
-		}
-		firstLine[name] = k.Line
-		if !slices.Contains(allowed, name) {
-			r.add(k.Line, show(p), "is not a known field", yamlstrict.UnknownFieldFix(name, allowed, where, "and"))
-			continue
-		}
-		out[name] = field{key: k, value: n.Content[i+1]}
 	}
 	return out
 }
@@ -190,7 +202,7 @@ func (r *yamlReader) binding(i int, n *yaml.Node) entry {
 		e.skip = true
 		return e
 	}
-	fs := r.fields(n, path, bindingFields)
+	fs := fields(n)
 	if f, ok := fs["interfaceName"]; !ok {
 		r.add(n.Line, path, "has no interfaceName", "add interfaceName: eth<1-8>, the GPU NIC this entry binds")
 		e.skip = true
@@ -263,7 +275,7 @@ func deref(n *yaml.Node) *yaml.Node {
 func kindWord(n *yaml.Node) string { return yamlstrict.KindWord(n, "a string", show) }
 
 func emptyDocument(line int) error {
-	return &Error{Line: line, Entry: "the document",
+	return &Error{Line: line, Path: "the document",
 		Problem: "holds no data; a GPU NIC to GKE Network mapping is required, and there is no default, because the Network names differ per cluster",
 		Fix:     "write " + yamlShape + ", naming this cluster's Device-type GKE Networks (`kubectl get networks` lists them)",
 		Err:     ErrNoMapping}
@@ -273,6 +285,6 @@ func emptyDocument(line int) error {
 // line it is really on (yaml.v3's own number can be a line early).
 func syntaxError(data []byte, err error) error {
 	line, msg := yamlstrict.LocateSyntaxError(data, err, yamlstrict.ParseAll)
-	return &Error{Line: line, Entry: "the document", Problem: "is not valid YAML (" + msg + ")",
+	return &Error{Line: line, Path: "the document", Problem: "is not valid YAML (" + msg + ")",
 		Fix: yamlstrict.SyntaxHints.Fix(msg, "fix the YAML syntax; the document should be "+yamlShape), Err: err}
 }

@@ -19,18 +19,19 @@ import (
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/checkcmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/democmd"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/perfcmd"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/extractcmd"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/ncclreportcmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/rendercmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/sbomcmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/validatecmd"
 )
 
 func main() {
-	cmds := cli.Extract()
+	cmds := extractcmd.Commands()
 	maps.Copy(cmds, rendercmd.Commands())
 	maps.Copy(cmds, checkcmd.Commands())
 	maps.Copy(cmds, sbomcmd.Commands())
-	maps.Copy(cmds, perfcmd.Commands())
+	maps.Copy(cmds, ncclreportcmd.Commands())
 	maps.Copy(cmds, democmd.Commands())
 	maps.Copy(cmds, validatecmd.Commands())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)

@@ -9,7 +9,7 @@ import (
 
 // TestCompatReportCurrent re-runs the matrix and compares it with the
 // committed report for the linked trainer version, so a change in trainer
-// behaviour, in the fixtures or in the diff shows up as a reviewable diff of
+// behaviour, in the shipped runtimes or in the diff shows up as a reviewable diff of
 // testdata/compat-<version>.json. -update rewrites the file.
 func TestCompatReportCurrent(t *testing.T) {
 	rows, err := Matrix(context.Background())

@@ -6,7 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -35,7 +36,7 @@ import (
 // nothing else, so the projection defaults identically to the full schema.
 // TestCRDDefaultsMatchModule regenerates the projection from the module's
 // CRDs and fails on any difference (run it with -update after a trainer
-// bump); TestProjectionDefaultsLikeFullCRD defaults the fixtures with both
+// bump); TestProjectionDefaultsLikeFullCRD defaults the shipped runtimes with both
 // the projection and the full CRDs and requires identical results.
 
 //go:embed crddefaults/*.json
@@ -83,7 +84,7 @@ func loadDefaulter(fsys fs.FS, version string) (*defaulter, error) {
 		return nil, fmt.Errorf("decoding CRD defaults for trainer %s: %w", version, err)
 	}
 	d := &defaulter{version: version, schemas: make(map[string]*structuralschema.Structural, len(file.Schemas))}
-	for _, kind := range sortedKeys(file.Schemas) {
+	for _, kind := range slices.Sorted(maps.Keys(file.Schemas)) {
 		ss, err := structuralFromV1(file.Schemas[kind])
 		if err != nil {
 			return nil, fmt.Errorf("CRD defaults for %s (trainer %s): %w", kind, version, err)
@@ -133,13 +134,4 @@ func (d *defaulter) apply(kind string, obj apiruntime.Object) error {
 		return fmt.Errorf("converting defaulted %s back: %w", kind, err)
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"flag"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -22,53 +20,26 @@ import (
 	"sigs.k8s.io/yaml"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+
+	"github.com/tcpxogen/tcpxogen/validators/linkedtrainer"
 )
 
 var update = flag.Bool("update", false, "rewrite crddefaults/<version>.json and testdata/compat-<version>.json from the linked trainer")
 
-// trainerCRDDir finds the CRDs of the linked trainer version in the module
-// cache: the directory `go list -m -f {{.Dir}}` would print, derived from
-// the binary's own build information so that it is right whichever modfile
-// the test was built with.
-func trainerCRDDir(t *testing.T) string {
-	t.Helper()
-	v := TrainerVersion()
-	if !strings.HasPrefix(v, "v") {
-		t.Fatalf("linked trainer version is %q; cannot locate its CRDs", v)
-	}
-	cache := os.Getenv("GOMODCACHE")
-	if cache == "" {
-		out, err := exec.Command("go", "env", "GOMODCACHE").Output()
-		if err != nil {
-			t.Fatalf("go env GOMODCACHE: %v", err)
-		}
-		cache = strings.TrimSpace(string(out))
-	}
-	// The module path is all lower case, so its escaped form is itself.
-	dir := filepath.Join(cache, filepath.FromSlash(TrainerModule)+"@"+v, "manifests", "base", "crds")
-	if _, err := os.Stat(dir); err != nil {
-		t.Fatalf("trainer CRDs for %s: %v", v, err)
-	}
-	return dir
-}
-
-// moduleCRDSchemas reads the full v1alpha1 schema of every trainer CRD.
+// moduleCRDSchemas reads the full v1alpha1 schema of every CRD of the linked
+// trainer version, as embedded byte for byte from its module (see package
+// linkedtrainer).
 func moduleCRDSchemas(t *testing.T) map[string]*apiextensionsv1.JSONSchemaProps {
 	t.Helper()
-	dir := trainerCRDDir(t)
-	files, err := filepath.Glob(filepath.Join(dir, "trainer.kubeflow.org_*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no trainer CRDs in %s (%v)", dir, err)
+	files, err := linkedtrainer.CRDs()
+	if err != nil {
+		t.Fatal(err)
 	}
 	out := map[string]*apiextensionsv1.JSONSchemaProps{}
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for i, raw := range files {
 		var crd apiextensionsv1.CustomResourceDefinition
 		if err := yaml.UnmarshalStrict(raw, &crd); err != nil {
-			t.Fatalf("%s: %v", f, err)
+			t.Fatalf("trainer %s CRD %d: %v", TrainerVersion(), i, err)
 		}
 		for _, v := range crd.Spec.Versions {
 			if v.Name == trainer.SchemeGroupVersion.Version && v.Schema != nil {
@@ -78,7 +49,7 @@ func moduleCRDSchemas(t *testing.T) map[string]*apiextensionsv1.JSONSchemaProps 
 	}
 	for _, kind := range []string{trainer.TrainJobKind, trainer.TrainingRuntimeKind, trainer.ClusterTrainingRuntimeKind} {
 		if out[kind] == nil {
-			t.Fatalf("no %s %s schema among %v", kind, trainer.SchemeGroupVersion.Version, files)
+			t.Fatalf("no %s %s schema among the trainer %s CRDs", kind, trainer.SchemeGroupVersion.Version, TrainerVersion())
 		}
 	}
 	return out
@@ -214,7 +185,7 @@ func TestProjectionDefaultsLikeFullCRD(t *testing.T) {
 		kind string
 		obj  apiruntime.Object
 	}{
-		{trainer.ClusterTrainingRuntimeKind, FixtureTCPXORuntime()},
+		{trainer.ClusterTrainingRuntimeKind, mustShipped(t)},
 		{trainer.TrainingRuntimeKind, mustMPI(t)},
 		{trainer.TrainJobKind, job},
 	} {

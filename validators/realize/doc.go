@@ -6,7 +6,7 @@
 // Secret, trainer v2.3.0's runtime snapshot ConfigMap).
 //
 // GPUDirect-TCPXO wiring that is dropped between runtime and pod produces no
-// error, only a job that silently runs over TCP. WiringOf and Diff compare
+// error, only a job that silently runs over TCP. wiring.Of and wiring.Diff compare
 // the wiring of a runtime's pod template with the realized one, and the
 // compatibility matrix (Cases, Matrix, the compat command) records, per
 // trainer version, which TrainJob fields keep the wiring and which lose it.

@@ -3,6 +3,7 @@ package realize
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +15,8 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/kubeflow/trainer/v2/pkg/constants"
+
+	"github.com/tcpxogen/tcpxogen/validators/wiring"
 )
 
 // The launch verdict: whether torchrun, started in the realized node
@@ -124,7 +127,7 @@ func JudgeLaunch(runtime client.Object, job *trainer.TrainJob, js *jobsetv1alpha
 	}
 	env := map[string]string{}
 	for i := range node.Env {
-		env[node.Env[i].Name] = EnvValue(&node.Env[i])
+		env[node.Env[i].Name] = wiring.EnvValue(&node.Env[i])
 	}
 	j := launchJudge{job: job, env: env, gpus: gpuLimit(node)}
 	var l Launch
@@ -416,7 +419,7 @@ func launchPatches(patches []trainer.RuntimePatch) ([]string, error) {
 			for _, c := range slices.Concat(pod.InitContainers, pod.Containers) {
 				for k := range c.Env {
 					if strings.HasPrefix(c.Env[k].Name, "PET_") {
-						parts = append(parts, fmt.Sprintf("runtimePatches[%d] job %s container %s env %s=%s", i, rj.Name, c.Name, c.Env[k].Name, EnvValue(&c.Env[k])))
+						parts = append(parts, fmt.Sprintf("runtimePatches[%d] job %s container %s env %s=%s", i, rj.Name, c.Name, c.Env[k].Name, wiring.EnvValue(&c.Env[k])))
 					}
 				}
 			}
@@ -433,9 +436,10 @@ func launchResources(l corev1.ResourceList) string {
 		return "unset"
 	}
 	var kept []string
-	for _, name := range sortedResourceNames(l) {
+	for _, name := range slices.Sorted(maps.Keys(l)) {
 		if name == corev1.ResourceCPU || strings.Contains(strings.ToLower(string(name)), "gpu") {
-			kept = append(kept, string(name)+"="+quantity(l[name]))
+			q := l[name]
+			kept = append(kept, string(name)+"="+q.String())
 		}
 	}
 	return "{" + strings.Join(kept, ",") + "}"

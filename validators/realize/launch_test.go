@@ -17,6 +17,8 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/kubeflow/trainer/v2/pkg/constants"
+
+	"github.com/tcpxogen/tcpxogen/validators/wiring"
 )
 
 // TestRendezvousEnvMatchesTorchPlugin holds RendezvousEnv to the trainer's
@@ -40,7 +42,7 @@ func TestRendezvousEnvMatchesTorchPlugin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod, err := JobSetPodTemplate(res.JobSet, constants.Node)
+	pod, err := wiring.JobSetPodTemplate(res.JobSet, constants.Node)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +84,7 @@ func realizedTrainerEmpty(t *testing.T) (client.Object, *trainer.TrainJob, *jobs
 
 func nodeContainer(t *testing.T, js *jobsetv1alpha2.JobSet) *corev1.Container {
 	t.Helper()
-	pod, err := JobSetPodTemplate(js, constants.Node)
+	pod, err := wiring.JobSetPodTemplate(js, constants.Node)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,11 +10,12 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
+	"github.com/tcpxogen/tcpxogen/validators/wiring"
 )
 
 // Judged is a wiring change with its fabric verdict.
 type Judged struct {
-	Change
+	wiring.Change
 	Severity fabric.Severity
 	// Reason names the rule that decided; Fix says what to do instead.
 	Reason, Fix string
@@ -33,7 +34,7 @@ const EnvRule = "env rule"
 // guest config rules, for removals, changes and additions alike; any other
 // wiring element lost or changed loses the fabric, and additions of other
 // elements keep it.
-func Judge(from, to Wiring, rules []guestconfig.Rule) []Judged {
+func Judge(from, to wiring.Wiring, rules []guestconfig.Rule) []Judged {
 	all := fabric.Check(from.NodeEnv, rules, to.NodeEnv)
 	// Check gives one finding per variable, so a path names one finding.
 	findings := make(map[string]fabric.Finding, len(all))
@@ -41,10 +42,10 @@ func Judge(from, to Wiring, rules []guestconfig.Rule) []Judged {
 		findings[f.Path] = f
 	}
 	var out []Judged
-	for _, c := range Diff(from, to) {
+	for _, c := range wiring.Diff(from, to) {
 		j := Judged{Change: c}
 		switch {
-		case c.What == EnvLost || c.What == EnvOverridden || c.What == EnvAdded:
+		case c.What == wiring.EnvLost || c.What == wiring.EnvOverridden || c.What == wiring.EnvAdded:
 			f, ok := findings[c.Path]
 			delete(findings, c.Path)
 			j.Severity, j.Reason, j.Fix = fabric.Note, "not an NCCL setting", ""
@@ -62,7 +63,7 @@ func Judge(from, to Wiring, rules []guestconfig.Rule) []Judged {
 	// Findings no env change carries, in the rule set's order.
 	for _, f := range all {
 		if _, left := findings[f.Path]; left {
-			out = append(out, Judged{Change: Change{What: EnvRule, Path: f.Path}, Severity: f.Severity, Reason: f.Reason, Fix: f.Fix})
+			out = append(out, Judged{Change: wiring.Change{What: EnvRule, Path: f.Path}, Severity: f.Severity, Reason: f.Reason, Fix: f.Fix})
 		}
 	}
 	return out
@@ -72,7 +73,7 @@ func Judge(from, to Wiring, rules []guestconfig.Rule) []Judged {
 type Verdict struct {
 	// TrainerVersion is the trainer version that realized the TrainJob.
 	TrainerVersion string
-	// Changes are the node pod's wiring changes, in Diff order, each with
+	// Changes are the node pod's wiring changes, in wiring.Diff order, each with
 	// its fabric verdict.
 	Changes []Judged
 	// Launch is the launch verdict.
@@ -87,11 +88,11 @@ func Lint(ctx context.Context, runtime client.Object, job *trainer.TrainJob, rul
 	if err != nil {
 		return nil, err
 	}
-	rtPod, err := RuntimePodTemplate(runtime, constants.Node)
+	rtPod, err := wiring.RuntimePodTemplate(runtime, constants.Node)
 	if err != nil {
 		return nil, err
 	}
-	jsPod, err := JobSetPodTemplate(res.JobSet, constants.Node)
+	jsPod, err := wiring.JobSetPodTemplate(res.JobSet, constants.Node)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +102,7 @@ func Lint(ctx context.Context, runtime client.Object, job *trainer.TrainJob, rul
 	}
 	return &Verdict{
 		TrainerVersion: res.TrainerVersion,
-		Changes:        Judge(WiringOf(rtPod, constants.Node), WiringOf(jsPod, constants.Node), rules),
+		Changes:        Judge(wiring.Of(rtPod, constants.Node), wiring.Of(jsPod, constants.Node), rules),
 		Launch:         launch,
 	}, nil
 }

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -17,11 +19,15 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	"sigs.k8s.io/yaml"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/kubeflow/trainer/v2/pkg/constants"
 
+	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/validators/wiring"
 )
 
 // The compatibility matrix: what of a TCPXO runtime's wiring survives each
@@ -75,7 +81,7 @@ type Case struct {
 	Name string
 	// Summary says in one line what the case does.
 	Summary string
-	// Runtime builds the runtime to realize; nil means FixtureTCPXORuntime.
+	// Runtime builds the runtime to realize; nil means ShippedRuntime.
 	Runtime func() (client.Object, error)
 	// TrainJob turns the bare TrainJob (BareTrainJob: runtimeRef only) into
 	// the case's input; nil leaves it bare. It returns an error wrapping
@@ -98,10 +104,10 @@ type Outcome struct {
 	TrainJob *trainer.TrainJob
 	Result   *Result
 	// RuntimeWiring and Wiring are the node replicated job's wiring in the
-	// runtime and in the realized JobSet; Changes is their Diff.
-	RuntimeWiring Wiring
-	Wiring        Wiring
-	Changes       []Change
+	// runtime and in the realized JobSet; Changes is their wiring.Diff.
+	RuntimeWiring wiring.Wiring
+	Wiring        wiring.Wiring
+	Changes       []wiring.Change
 	// Launch is the launch verdict (JudgeLaunch) of the realized JobSet.
 	Launch Launch
 }
@@ -117,11 +123,11 @@ func (o *Outcome) NodeJob() *jobsetv1alpha2.ReplicatedJob {
 }
 
 // NodeEnv returns the rendered value of an env var of the realized node
-// container (see EnvValue) and whether it is set.
+// container (see wiring.EnvValue) and whether it is set.
 func (o *Outcome) NodeEnv(name string) (string, bool) {
 	for i := range o.Wiring.NodeEnv {
 		if o.Wiring.NodeEnv[i].Name == name {
-			return EnvValue(&o.Wiring.NodeEnv[i]), true
+			return wiring.EnvValue(&o.Wiring.NodeEnv[i]), true
 		}
 	}
 	return "", false
@@ -175,6 +181,27 @@ func BareTrainJob(runtime client.Object) *trainer.TrainJob {
 // describes what ships, not a fixture.
 func ShippedRuntime() (client.Object, error) { return runtimes.Shipped() }
 
+// ShippedBenchmark is the NCCL benchmark as committed
+// (runtimes.GoldenBenchmark): derived from the shipped runtime by package
+// derive, and held equal to that derivation by the coupling check. It is
+// read rather than derived because derive's own proof realizes through this
+// package.
+func ShippedBenchmark() (*trainer.TrainingRuntime, error) {
+	root, err := bom.ResolveRoot("")
+	if err != nil {
+		return nil, err
+	}
+	data, err := inputfile.Read(filepath.Join(root, filepath.FromSlash(runtimes.GoldenBenchmark)), inputfile.Spec{What: "benchmark golden", Max: inputfile.MaxSource})
+	if err != nil {
+		return nil, fmt.Errorf("reading the benchmark: %w", err)
+	}
+	var rt trainer.TrainingRuntime
+	if err := yaml.UnmarshalStrict(data, &rt); err != nil {
+		return nil, fmt.Errorf("%s: %w", runtimes.GoldenBenchmark, err)
+	}
+	return &rt, nil
+}
+
 // RunCase realizes one case. An input the linked trainer cannot express
 // yields an error wrapping ErrUnsupported.
 func RunCase(ctx context.Context, c Case) (*Outcome, error) {
@@ -198,17 +225,17 @@ func RunCase(ctx context.Context, c Case) (*Outcome, error) {
 	}
 	o := &Outcome{Version: res.TrainerVersion, Runtime: rt, TrainJob: job, Result: res}
 	o.Behavior, _ = BehaviorOf(o.Version)
-	rtPod, err := RuntimePodTemplate(rt, constants.Node)
+	rtPod, err := wiring.RuntimePodTemplate(rt, constants.Node)
 	if err != nil {
 		return nil, fmt.Errorf("case %s: %w", c.Name, err)
 	}
-	jsPod, err := JobSetPodTemplate(res.JobSet, constants.Node)
+	jsPod, err := wiring.JobSetPodTemplate(res.JobSet, constants.Node)
 	if err != nil {
 		return nil, fmt.Errorf("case %s: %w", c.Name, err)
 	}
-	o.RuntimeWiring = WiringOf(rtPod, constants.Node)
-	o.Wiring = WiringOf(jsPod, constants.Node)
-	o.Changes = Diff(o.RuntimeWiring, o.Wiring)
+	o.RuntimeWiring = wiring.Of(rtPod, constants.Node)
+	o.Wiring = wiring.Of(jsPod, constants.Node)
+	o.Changes = wiring.Diff(o.RuntimeWiring, o.Wiring)
 	if o.Launch, err = JudgeLaunch(rt, job, res.JobSet); err != nil {
 		return nil, fmt.Errorf("case %s: judging the launch: %w", c.Name, err)
 	}
@@ -239,8 +266,11 @@ type Row struct {
 	// Survives says, per wiring category, whether everything the runtime
 	// set reaches the realized node pod unchanged.
 	Survives map[string]bool `json:"survives,omitempty"`
+	// LosesFabric lists the categories in which a change loses the fabric
+	// by Judge; a change the fabric rule set allows is in Changes only.
+	LosesFabric []string `json:"losesFabric,omitempty"`
 	// Changes lists what was lost or changed; Added what the trainer or
-	// the TrainJob added. Both in Diff order.
+	// the TrainJob added. Both in wiring.Diff order.
 	Changes []string `json:"changes,omitempty"`
 	Added   []string `json:"added,omitempty"`
 	// Observed records values a reader of the report needs: node count,
@@ -298,6 +328,7 @@ func RowOf(ctx context.Context, c Case) Row {
 		return row
 	}
 	row.Survives = survival(o)
+	row.LosesFabric = losesFabric(o)
 	for _, ch := range o.Changes {
 		if ch.IsAddition() {
 			row.Added = append(row.Added, ch.String())
@@ -329,41 +360,73 @@ func survival(o *Outcome) map[string]bool {
 		s[k] = true
 	}
 	for _, ch := range o.Changes {
-		if ch.IsAddition() {
-			continue
-		}
-		// Diff reports a sidecar's env, mounts, capabilities and resources
-		// under its own path; they belong to the sidecar, not the node.
-		if strings.HasPrefix(ch.Path, "initContainer ") {
-			s["sidecars"] = false
-			continue
-		}
-		switch ch.What {
-		case AnnotationLost, AnnotationChanged:
-			s["annotations"] = false
-		case InitContainerLost, InitContainerChanged:
-			s["sidecars"] = false
-		case VolumeLost, VolumeChanged:
-			s["volumes"] = false
-		case NodeContainerLost:
-			s["node container"] = false
-		case EnvLost, EnvOverridden:
-			s["node env"] = false
-		case MountLost, MountChanged:
-			s["node mounts"] = false
-		case CapabilityLost:
-			s["node capabilities"] = false
-		case ResourceLost, ResourceChanged:
-			s["node resources"] = false
-			switch ch.Path {
-			case "limits " + gpuResource:
-				s["gpu limit"] = false
-			case "requests " + gpuResource:
-				s["gpu request"] = false
-			}
+		for _, k := range categories(ch) {
+			s[k] = false
 		}
 	}
 	return s
+}
+
+// losesFabric lists, in SurvivalCategories order, the categories in which a
+// change the TrainJob made loses the fabric by the one fabric decision,
+// Judge, with the guest config rules of the runtime's profile. A change the
+// fabric rule set allows (NCCL_DEBUG, say) is in Changes but not here, and
+// neither is a rule the case's runtime itself does not meet.
+func losesFabric(o *Outcome) []string {
+	lost := map[string]bool{}
+	for _, j := range Judge(o.RuntimeWiring, o.Wiring, runtimes.RulesFor(runtimes.GeneratedFacts(), o.RuntimeWiring.NodeEnv)) {
+		if j.What == EnvRule || !j.LosesFabric() {
+			continue
+		}
+		for _, k := range categories(j.Change) {
+			lost[k] = true
+		}
+	}
+	var out []string
+	for _, k := range SurvivalCategories {
+		if lost[k] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// categories names the SurvivalCategories a lost or changed element belongs
+// to; an addition belongs to none.
+func categories(ch wiring.Change) []string {
+	if ch.IsAddition() {
+		return nil
+	}
+	// wiring.Diff reports a sidecar's env, mounts, capabilities and resources
+	// under its own path; they belong to the sidecar, not the node.
+	if strings.HasPrefix(ch.Path, "initContainer ") {
+		return []string{"sidecars"}
+	}
+	switch ch.What {
+	case wiring.AnnotationLost, wiring.AnnotationChanged:
+		return []string{"annotations"}
+	case wiring.InitContainerLost, wiring.InitContainerChanged:
+		return []string{"sidecars"}
+	case wiring.VolumeLost, wiring.VolumeChanged:
+		return []string{"volumes"}
+	case wiring.NodeContainerLost:
+		return []string{"node container"}
+	case wiring.EnvLost, wiring.EnvOverridden, wiring.EnvReordered:
+		return []string{"node env"}
+	case wiring.MountLost, wiring.MountChanged:
+		return []string{"node mounts"}
+	case wiring.CapabilityLost:
+		return []string{"node capabilities"}
+	case wiring.ResourceLost, wiring.ResourceChanged:
+		switch ch.Path {
+		case "limits " + gpuResource:
+			return []string{"node resources", "gpu limit"}
+		case "requests " + gpuResource:
+			return []string{"node resources", "gpu request"}
+		}
+		return []string{"node resources"}
+	}
+	return nil
 }
 
 const gpuResource = "nvidia.com/gpu"
@@ -400,7 +463,7 @@ func observe(o *Outcome) map[string]string {
 }
 
 // Cases returns the matrix, freshly built (cases hold closures over
-// fixtures; nothing is shared between calls).
+// runtimes; nothing is shared between calls).
 func Cases() []Case {
 	return []Case{
 		{
@@ -464,7 +527,7 @@ func Cases() []Case {
 			Expect: func(c *Check, o *Outcome) {
 				expectChanges(c, o)
 				expectEnv(c, o, map[string]string{"TCPXO_MATRIX_EXTRA": "1"})
-				expectAdded(c, o, Change{What: EnvAdded, Path: "env TCPXO_MATRIX_EXTRA", To: "1"})
+				expectAdded(c, o, wiring.Change{What: wiring.EnvAdded, Path: "env TCPXO_MATRIX_EXTRA", To: "1"})
 				expectLaunch(c, o)
 			},
 		},
@@ -476,7 +539,7 @@ func Cases() []Case {
 				return nil
 			},
 			Expect: func(c *Check, o *Outcome) {
-				expectChanges(c, o, Change{What: EnvOverridden, Path: "env NCCL_DEBUG", From: "WARN", To: "INFO"})
+				expectChanges(c, o, wiring.Change{What: wiring.EnvOverridden, Path: "env NCCL_DEBUG", From: "WARN", To: "INFO"})
 				expectEnvCount(c, o, "NCCL_DEBUG", 1)
 				expectLaunch(c, o)
 			},
@@ -499,7 +562,7 @@ func Cases() []Case {
 					// The API server defaults an extended resource's request
 					// to its limit on pod creation, so GPUs are unaffected;
 					// a runtime's cpu/memory requests would be gone for good.
-					expectChanges(c, o, Change{What: ResourceLost, Path: "requests " + gpuResource, From: "8"})
+					expectChanges(c, o, wiring.Change{What: wiring.ResourceLost, Path: "requests " + gpuResource, From: "8"})
 					expectGPUs(c, o, "8", "")
 				}
 				expectEnv(c, o, map[string]string{constants.TorchEnvNumProcPerNode: "auto"})
@@ -520,8 +583,8 @@ func Cases() []Case {
 					expectGPUs(c, o, "8", "8")
 				} else {
 					expectChanges(c, o,
-						Change{What: ResourceLost, Path: "limits " + gpuResource, From: "8"},
-						Change{What: ResourceLost, Path: "requests " + gpuResource, From: "8"})
+						wiring.Change{What: wiring.ResourceLost, Path: "limits " + gpuResource, From: "8"},
+						wiring.Change{What: wiring.ResourceLost, Path: "requests " + gpuResource, From: "8"})
 					expectGPUs(c, o, "", "")
 				}
 				// The torch plugin counts GPUs in resourcesPerNode alone, not
@@ -529,7 +592,7 @@ func Cases() []Case {
 				// by CPUs, even where the pod still gets 8 GPUs (v2.3.0).
 				expectEnv(c, o, map[string]string{constants.TorchEnvNumProcPerNode: "16"})
 				for _, p := range []string{"limits cpu", "limits memory", "requests cpu", "requests memory"} {
-					expectAddedPath(c, o, ResourceAdded, p)
+					expectAddedPath(c, o, wiring.ResourceAdded, p)
 				}
 				// 16 processes on 8 GPUs (v2.3.0, kubeflow/trainer#3974) or
 				// on none (v2.2.0).
@@ -555,8 +618,8 @@ func Cases() []Case {
 					// v2.2.0 still replaces the resources: numProcPerNode
 					// cannot bring the GPUs back.
 					expectChanges(c, o,
-						Change{What: ResourceLost, Path: "limits " + gpuResource, From: "8"},
-						Change{What: ResourceLost, Path: "requests " + gpuResource, From: "8"})
+						wiring.Change{What: wiring.ResourceLost, Path: "limits " + gpuResource, From: "8"},
+						wiring.Change{What: wiring.ResourceLost, Path: "requests " + gpuResource, From: "8"})
 					expectGPUs(c, o, "", "")
 					expectLaunch(c, o, LaunchProcesses)
 				}
@@ -603,8 +666,8 @@ func Cases() []Case {
 			Expect: func(c *Check, o *Outcome) {
 				expectChanges(c, o)
 				expectAdded(c, o,
-					Change{What: VolumeAdded, Path: "volume scratch", To: "emptyDir"},
-					Change{What: MountAdded, Path: "mount /scratch", To: "scratch"})
+					wiring.Change{What: wiring.VolumeAdded, Path: "volume scratch", To: "emptyDir"},
+					wiring.Change{What: wiring.MountAdded, Path: "mount /scratch", To: "scratch"})
 				expectGPUs(c, o, "8", "8")
 				// No spec.trainer: the bare shape's missing rendezvous.
 				expectLaunch(c, o, LaunchRendezvous)
@@ -642,9 +705,9 @@ func Cases() []Case {
 				// Both versions: v2.2.0 replaces resources with
 				// resourcesPerNode (no claims), v2.3.0 merges limits and
 				// requests only. The pod-level claim stays, unreferenced.
-				expectChanges(c, o, Change{What: ResourceLost, Path: "claims gpus"})
+				expectChanges(c, o, wiring.Change{What: wiring.ResourceLost, Path: "claims gpus"})
 				expectGPUs(c, o, "8", "8")
-				pod, err := JobSetPodTemplate(o.Result.JobSet, constants.Node)
+				pod, err := wiring.JobSetPodTemplate(o.Result.JobSet, constants.Node)
 				if err != nil || len(pod.Spec.ResourceClaims) != 1 {
 					c.Errorf("pod-level resourceClaims should survive unreferenced; got %v (%v)", pod, err)
 				}
@@ -654,15 +717,15 @@ func Cases() []Case {
 		{
 			Name:    "mpi-openmpi",
 			Summary: "namespaced MPI TrainingRuntime (OpenMPI launcher + TCPXO nodes), bare TrainJob",
-			Runtime: func() (client.Object, error) { return FixtureMPIRuntime() },
+			Runtime: func() (client.Object, error) { return ShippedBenchmark() },
 			Expect: func(c *Check, o *Outcome) {
 				expectChanges(c, o)
 				expectNodes(c, o, 2)
 				expectGPUs(c, o, "8", "8")
 				// The MPI policy's mount path is the CRD default; the SSH
 				// volume and mount are the plugin's additions.
-				expectAddedPath(c, o, VolumeAdded, "volume "+constants.MPISSHAuthVolumeName)
-				expectAdded(c, o, Change{What: MountAdded, Path: "mount /root/.ssh", To: constants.MPISSHAuthVolumeName})
+				expectAddedPath(c, o, wiring.VolumeAdded, "volume "+constants.MPISSHAuthVolumeName)
+				expectAdded(c, o, wiring.Change{What: wiring.MountAdded, Path: "mount /root/.ssh", To: constants.MPISSHAuthVolumeName})
 
 				hf := o.Other("ConfigMap", BareTrainJobName+constants.MPIHostfileConfigMapSuffix)
 				if hf == nil {
@@ -682,7 +745,7 @@ func Cases() []Case {
 				} else {
 					data, _, _ := unstructured.NestedStringMap(sec.Object, "data")
 					if len(data) != 2 || data[corev1.SSHAuthPrivateKey] == "" || data[constants.MPISSHPublicKey] == "" {
-						c.Errorf("SSH Secret keys = %v, want %s and %s", sortedKeys(data), corev1.SSHAuthPrivateKey, constants.MPISSHPublicKey)
+						c.Errorf("SSH Secret keys = %v, want %s and %s", slices.Sorted(maps.Keys(data)), corev1.SSHAuthPrivateKey, constants.MPISSHPublicKey)
 					}
 					for k, v := range data {
 						if dec, err := decodeBase64(v); err != nil || dec != RedactedValue {
@@ -734,8 +797,8 @@ func expectLaunch(c *Check, o *Outcome, failing ...string) {
 }
 
 // expectChanges requires the non-addition changes to be exactly want.
-func expectChanges(c *Check, o *Outcome, want ...Change) {
-	got := map[Change]bool{}
+func expectChanges(c *Check, o *Outcome, want ...wiring.Change) {
+	got := map[wiring.Change]bool{}
 	for _, ch := range o.Changes {
 		if !ch.IsAddition() {
 			got[ch] = true
@@ -754,7 +817,7 @@ func expectChanges(c *Check, o *Outcome, want ...Change) {
 	}
 }
 
-func expectAdded(c *Check, o *Outcome, want ...Change) {
+func expectAdded(c *Check, o *Outcome, want ...wiring.Change) {
 	for _, w := range want {
 		found := false
 		for _, ch := range o.Changes {
@@ -790,7 +853,7 @@ func expectNodes(c *Check, o *Outcome, n int32) {
 }
 
 func expectEnv(c *Check, o *Outcome, want map[string]string) {
-	for _, k := range sortedKeys(want) {
+	for _, k := range slices.Sorted(maps.Keys(want)) {
 		got, ok := o.NodeEnv(k)
 		if !ok {
 			c.Errorf("node env %s unset, want %q", k, want[k])

@@ -21,6 +21,9 @@ import (
 	"github.com/kubeflow/trainer/v2/pkg/constants"
 	trainerruntime "github.com/kubeflow/trainer/v2/pkg/runtime"
 	runtimecore "github.com/kubeflow/trainer/v2/pkg/runtime/core"
+
+	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/validators/wiring"
 )
 
 // TestMatrix runs the compatibility matrix on the linked trainer and checks
@@ -64,9 +67,20 @@ func TestMatrixDeterministic(t *testing.T) {
 	}
 }
 
+// mustShipped is the shipped torch-distributed-tcpxo, as the builders make
+// it; mustMPI is the benchmark derived from it, as committed.
+func mustShipped(t testing.TB) *trainer.ClusterTrainingRuntime {
+	t.Helper()
+	rt, err := runtimes.Shipped()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt
+}
+
 func mustMPI(t testing.TB) *trainer.TrainingRuntime {
 	t.Helper()
-	rt, err := FixtureMPIRuntime()
+	rt, err := ShippedBenchmark()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +97,7 @@ func mustJSON(t *testing.T, v any) string {
 }
 
 func TestRealizeBareJobSetShape(t *testing.T) {
-	rt := FixtureTCPXORuntime()
+	rt := mustShipped(t)
 	res, err := Realize(context.Background(), rt, BareTrainJob(rt))
 	if err != nil {
 		t.Fatal(err)
@@ -99,12 +113,16 @@ func TestRealizeBareJobSetShape(t *testing.T) {
 	if js.Spec.Suspend == nil || *js.Spec.Suspend {
 		t.Errorf("JobSet suspend = %v, want false from the TrainJob's CRD default", js.Spec.Suspend)
 	}
-	pod, err := JobSetPodTemplate(js, constants.Node)
+	pod, err := wiring.JobSetPodTemplate(js, constants.Node)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := pod.Annotations["networking.gke.io/interfaces"]; got != FixtureInterfacesAnnotation() {
-		t.Errorf("interfaces annotation = %q", got)
+	rtPod, err := wiring.RuntimePodTemplate(rt, constants.Node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := pod.Annotations[runtimes.AnnotationInterfaces], rtPod.Annotations[runtimes.AnnotationInterfaces]; got == "" || got != want {
+		t.Errorf("interfaces annotation = %q, want the runtime's %q", got, want)
 	}
 	if len(pod.Spec.InitContainers) != 1 || pod.Spec.InitContainers[0].Name != "tcpxo-daemon" ||
 		ptr.Deref(pod.Spec.InitContainers[0].RestartPolicy, "") != corev1.ContainerRestartPolicyAlways {
@@ -133,7 +151,7 @@ func TestRealizeDoesNotModifyInputs(t *testing.T) {
 
 func TestRealizeRejectsBadInput(t *testing.T) {
 	ctx := context.Background()
-	ctr := FixtureTCPXORuntime()
+	ctr := mustShipped(t)
 	tr := mustMPI(t)
 	for _, tc := range []struct {
 		name    string
@@ -155,7 +173,7 @@ func TestRealizeRejectsBadInput(t *testing.T) {
 			return j
 		}, "ClusterTrainingRuntime.example.com"},
 		{"namespaced runtime elsewhere", tr, func() *trainer.TrainJob { j := BareTrainJob(tr); j.Namespace = "other"; return j }, "cannot serve TrainJob other/"},
-		{"cluster runtime with namespace", func() client.Object { r := FixtureTCPXORuntime(); r.Namespace = "x"; return r }(), func() *trainer.TrainJob { return BareTrainJob(ctr) }, "cluster-scoped but has namespace"},
+		{"cluster runtime with namespace", func() client.Object { r := mustShipped(t); r.Namespace = "x"; return r }(), func() *trainer.TrainJob { return BareTrainJob(ctr) }, "cluster-scoped but has namespace"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Realize(ctx, tc.runtime, tc.job())
@@ -169,7 +187,7 @@ func TestRealizeRejectsBadInput(t *testing.T) {
 // TestRealizeAdmission shows the webhook path runs: torchrun's reserved env
 // is refused by the torch plugin's validation, as the API server would.
 func TestRealizeAdmission(t *testing.T) {
-	rt := FixtureTCPXORuntime()
+	rt := mustShipped(t)
 	job := BareTrainJob(rt)
 	job.Spec.Trainer = &trainer.Trainer{Env: []corev1.EnvVar{{Name: constants.TorchEnvNumProcPerNode, Value: "4"}}}
 	_, err := Realize(context.Background(), rt, job)
@@ -186,7 +204,7 @@ func TestRealizeAdmission(t *testing.T) {
 // runtime. The trainer step's replicated job must have one replica, and
 // the CRD default (1) is what makes an unset value pass.
 func TestRealizeRuntimeAdmission(t *testing.T) {
-	rt := FixtureTCPXORuntime()
+	rt := mustShipped(t)
 	rt.Spec.Template.Spec.ReplicatedJobs[0].Replicas = 0 // unset: defaulted to 1
 	if _, err := Realize(context.Background(), rt, BareTrainJob(rt)); err != nil {
 		t.Fatalf("unset replicas should default to 1 and pass: %v", err)
@@ -203,7 +221,7 @@ func TestRealizeRuntimeAdmission(t *testing.T) {
 // TestRealizeWarnings: the deprecation label on a runtime surfaces as an
 // admission warning.
 func TestRealizeWarnings(t *testing.T) {
-	rt := FixtureTCPXORuntime()
+	rt := mustShipped(t)
 	rt.Labels[constants.LabelSupport] = constants.SupportDeprecated
 	res, err := Realize(context.Background(), rt, BareTrainJob(rt))
 	if err != nil {
@@ -219,10 +237,10 @@ func TestRealizeWarnings(t *testing.T) {
 func TestRealizeConcurrent(t *testing.T) {
 	// The same input objects are shared by every goroutine: Realize must
 	// only read them (the race detector checks that too).
-	runtimes := map[string]client.Object{"tcpxo": FixtureTCPXORuntime(), "mpi": mustMPI(t)}
+	rts := map[string]client.Object{"tcpxo": mustShipped(t), "mpi": mustMPI(t)}
 	jobs := map[string]*trainer.TrainJob{}
 	want := map[string]string{}
-	for name, rt := range runtimes {
+	for name, rt := range rts {
 		jobs[name] = BareTrainJob(rt)
 		res, err := Realize(context.Background(), rt, jobs[name])
 		if err != nil {
@@ -233,7 +251,7 @@ func TestRealizeConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan string, 16)
 	for i := range 8 {
-		for name, rt := range runtimes {
+		for name, rt := range rts {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -263,31 +281,22 @@ func TestTrainerVersion(t *testing.T) {
 	}
 }
 
-func TestVersionFromSourcePath(t *testing.T) {
-	for in, want := range map[string]string{
-		"/root/go/pkg/mod/github.com/kubeflow/trainer/v2@v2.3.0/pkg/runtime/core/core.go": "v2.3.0",
-		"github.com/kubeflow/trainer/v2@v2.2.0/pkg/runtime/core/core.go":                  "v2.2.0", // -trimpath
-		`C:\mod\github.com\kubeflow\trainer\v2@v2.4.0-rc.1\pkg\runtime\core\core.go`:      "v2.4.0-rc.1",
-		"/src/trainer/pkg/runtime/core/core.go":                                           "(devel)",
-		"":                                                                                UnknownVersion,
-	} {
-		if got := versionFromSourcePath(strings.ReplaceAll(in, `\`, "/"), TrainerModule); got != want {
-			t.Errorf("versionFromSourcePath(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
-// TestMPILauncherAsTrainerStep records why FixtureMPIRuntime labels its node
+// TestMPILauncherAsTrainerStep records why the derived benchmark labels its node
 // job, not its launcher, as the trainer step. Upstream MPI runtimes label
 // the launcher, but they also run the launcher as a node; without that,
 // mlPolicy.numNodes sizes the launcher job, the node job keeps its own
-// parallelism (1), and the plugin reads GPUs per node from the launcher's
-// empty resources, so the hostfile gets one slot.
+// parallelism (1), and the hostfile lists one node host.
 func TestMPILauncherAsTrainerStep(t *testing.T) {
 	rt := mustMPI(t)
-	jobs := rt.Spec.Template.Spec.ReplicatedJobs
-	jobs[0].Template.Labels = map[string]string{constants.LabelTrainJobAncestor: constants.AncestorTrainer}
-	jobs[1].Template.Labels = nil
+	for i := range rt.Spec.Template.Spec.ReplicatedJobs {
+		j := &rt.Spec.Template.Spec.ReplicatedJobs[i]
+		switch j.Name {
+		case constants.Launcher:
+			j.Template.Labels = map[string]string{constants.LabelTrainJobAncestor: constants.AncestorTrainer}
+		case constants.Node:
+			j.Template.Labels = nil
+		}
+	}
 	res, err := Realize(context.Background(), rt, BareTrainJob(rt))
 	if err != nil {
 		t.Fatal(err)
@@ -305,8 +314,10 @@ func TestMPILauncherAsTrainerStep(t *testing.T) {
 			hostfile, _, _ = unstructured.NestedString(u.Object, "data", constants.MPIHostfileName)
 		}
 	}
-	if want := BareTrainJobName + "-node-0-0." + BareTrainJobName + " slots=1\n"; hostfile != want {
-		t.Errorf("hostfile = %q, want %q", hostfile, want)
+	// One host in the hostfile for a two-node benchmark: the second node's
+	// ranks would never start.
+	if lines := strings.Split(strings.TrimSpace(hostfile), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], BareTrainJobName+"-node-0-0.") {
+		t.Errorf("hostfile = %q, want the one node host the mislabelled runtime gets", hostfile)
 	}
 }
 
@@ -316,6 +327,7 @@ func TestMPILauncherAsTrainerStep(t *testing.T) {
 // panic must come back as an error, not take the caller down.
 func TestRealizePanicBecomesError(t *testing.T) {
 	rt := mustMPI(t)
+	rt.Spec.MLPolicy.MPI.NumProcPerNode = nil
 	job := BareTrainJob(rt)
 	job.UID = PlaceholderUID
 	job.Spec.RuntimeRef.APIGroup = ptr.To(trainer.SchemeGroupVersion.Group)
@@ -356,10 +368,10 @@ func TestWriteRecorderRefusesUnmodelledWrites(t *testing.T) {
 	}
 }
 
-// BenchmarkRealize measures one realization of the TCPXO fixture, the unit
-// cost of a matrix case once the process is warm.
+// BenchmarkRealize measures one realization of the shipped runtime, the
+// unit cost of a matrix case once the process is warm.
 func BenchmarkRealize(b *testing.B) {
-	rt := FixtureTCPXORuntime()
+	rt := mustShipped(b)
 	job := BareTrainJob(rt)
 	job.Spec.Trainer = &trainer.Trainer{NumNodes: ptr.To[int32](4)}
 	for b.Loop() {
@@ -380,7 +392,7 @@ func TestRebuildOnSameClient(t *testing.T) {
 	if !ok {
 		t.Fatalf("no behaviour recorded for trainer %s", TrainerVersion())
 	}
-	rt := FixtureTCPXORuntime()
+	rt := mustShipped(t)
 	job := BareTrainJob(rt)
 	job.UID = PlaceholderUID
 	d, err := linkedDefaulter()

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -29,6 +30,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"sigs.k8s.io/yaml"
+
+	"github.com/tcpxogen/tcpxogen/internal/excerpt"
 )
 
 // Finding kinds. A finding of any kind makes a report not OK.
@@ -115,7 +118,7 @@ func (r Report) describe() string {
 	case r.Namespace != "" && r.Name != "":
 		fmt.Fprintf(&b, " %s/%s", r.Namespace, r.Name)
 	case r.Name != "":
-		fmt.Fprintf(&b, " %q", r.Name)
+		fmt.Fprintf(&b, " %s", excerpt.Quote(r.Name))
 	}
 	if r.Document > 0 {
 		fmt.Fprintf(&b, " (document %d)", r.Document)
@@ -341,7 +344,7 @@ func (v *Validator) validate(u map[string]any) Report {
 	gv, err := k8sschema.ParseGroupVersion(r.APIVersion)
 	if err != nil {
 		r.Findings = append(r.Findings, Finding{Path: "apiVersion", Kind: FindingUnknownKind,
-			Detail: fmt.Sprintf("cannot parse apiVersion %q: %v", r.APIVersion, err)})
+			Detail: fmt.Sprintf("cannot parse apiVersion %s: want GROUP/VERSION, or v1 for the core group", excerpt.Quote(r.APIVersion))})
 		return r
 	}
 	gvk := gv.WithKind(r.Kind)
@@ -349,7 +352,7 @@ func (v *Validator) validate(u map[string]any) Report {
 		cv, ok := kind.versions[gvk.Version]
 		if !ok {
 			r.Findings = append(r.Findings, Finding{Path: "apiVersion", Kind: FindingUnknownKind,
-				Detail: fmt.Sprintf("CRD %s does not serve version %q; use one of %s", kind.crdName, gvk.Version, strings.Join(slices.Sorted(maps.Keys(kind.versions)), ", "))})
+				Detail: fmt.Sprintf("CRD %s does not serve version %s; use one of %s", kind.crdName, excerpt.Quote(gvk.Version), strings.Join(slices.Sorted(maps.Keys(kind.versions)), ", "))})
 			return r
 		}
 		v.validateCustomResource(cv, u, &r)
@@ -387,7 +390,7 @@ func (v *Validator) validateCustomResource(cv *crdVersion, u map[string]any, r *
 	objectMeta, foundMeta, metaUnknown, err := schemaobjectmeta.GetObjectMetaWithOptions(u, schemaobjectmeta.ObjectMetaOptions{ReturnUnknownFieldPaths: true})
 	if err != nil {
 		r.Findings = append(r.Findings, Finding{Path: "metadata", Kind: FindingInvalid,
-			Detail: fmt.Sprintf("metadata does not decode as ObjectMeta, so the API server rejects the request outright: %v", err)})
+			Detail: fmt.Sprintf("metadata does not decode, so the API server rejects the request outright: %s", metadataProblem(err))})
 		return
 	}
 	pruned = append(pruned, metaUnknown...)
@@ -543,4 +546,36 @@ func toTyped(u map[string]any, out any) error {
 		return err
 	}
 	return utiljson.Unmarshal(j, out)
+}
+
+// goTypeError is the decoder's wording of a type mismatch, which names Go
+// types and struct fields ("cannot unmarshal bool into Go struct field
+// ObjectMeta.namespace of type string").
+var goTypeError = regexp.MustCompile(`cannot unmarshal (\w+) into Go struct field \w+\.([\w.]+) of type (\S+)`)
+
+// jsonKinds names the Go kinds of metadata fields in a YAML user's words.
+var jsonKinds = map[string]string{"string": "a string", "bool": "true/false", "number": "a number", "object": "a mapping", "array": "a list",
+	"int64": "an integer", "int32": "an integer", "map[string]string": "a mapping of strings"}
+
+// metadataProblem says what is wrong with metadata in its field path and
+// YAML terms rather than the decoder's Go identifiers.
+func metadataProblem(err error) string {
+	m := goTypeError.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err.Error()
+	}
+	want, ok := jsonKinds[strings.TrimPrefix(m[3], "*")]
+	if !ok {
+		want = "another type"
+	}
+	got, ok := jsonKinds[m[1]]
+	if !ok {
+		got = m[1]
+	}
+	field := m[2]
+	if field == "namespace" || field == "name" || field == "generateName" {
+		// YAML 1.1 reads y, n, yes, no, on and off as booleans.
+		return fmt.Sprintf("metadata.%s must be %s, not %s (quote the value)", field, want, got)
+	}
+	return fmt.Sprintf("metadata.%s must be %s, not %s", field, want, got)
 }

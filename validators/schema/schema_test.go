@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -244,7 +243,15 @@ var validationCases = []validationCase{
 		// Not even decodable: the server fails the request before validating anything.
 		name: "runtime/metadata not an object", fixture: "clustertrainingruntime.yaml",
 		mutate: func(tb testing.TB, o map[string]any) { o["metadata"] = "torch-fixture" },
-		want:   []Finding{{Kind: FindingInvalid, Path: "metadata", Detail: "does not decode as ObjectMeta"}},
+		want:   []Finding{{Kind: FindingInvalid, Path: "metadata", Detail: "metadata does not decode"}},
+		server: serverRejects,
+	},
+	{
+		// YAML reads an unquoted y/yes/on as true: said in field and YAML
+		// terms, not the decoder's Go struct fields.
+		name: "runtime/metadata.name a boolean", fixture: "clustertrainingruntime.yaml",
+		mutate: func(tb testing.TB, o map[string]any) { set(tb, o, true, "metadata", "name") },
+		want:   []Finding{{Kind: FindingInvalid, Path: "metadata", Detail: "metadata.name must be a string, not true/false (quote the value)"}},
 		server: serverRejects,
 	},
 	{
@@ -685,54 +692,6 @@ func TestConcurrentUse(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
-	}
-}
-
-// The CRDs must come from the trainer version go.mod pins. Test binaries have no dependency
-// build info, so trainerModuleDir takes the `go list -m` route here; the build-info route a
-// real binary takes is checked against it through cachedModuleDir.
-func TestTrainerCRDsComeFromPinnedModule(t *testing.T) {
-	want, err := goListModuleDir(trainerModule)
-	if err != nil {
-		t.Fatal(err)
-	}
-	version, err := runGo("list", "-m", "-f", "{{.Version}}", trainerModule)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.HasSuffix(want, "@"+version) {
-		t.Fatalf("go list -m dir %q is not for version %s", want, version)
-	}
-	got, err := trainerModuleDir()
-	if err != nil || got != want {
-		t.Errorf("trainerModuleDir() = %q, %v; want %q", got, err, want)
-	}
-	got, err = cachedModuleDir(&debug.Module{Path: trainerModule, Version: version})
-	if err != nil || got != want {
-		t.Errorf("cachedModuleDir(linked %s) = %q, %v; want %q", version, got, err, want)
-	}
-	got, err = cachedModuleDir(&debug.Module{Path: trainerModule, Version: version, Replace: &debug.Module{Path: "/src/trainer"}})
-	if err != nil || got != "/src/trainer" {
-		t.Errorf("directory replacement: got %q, %v; want /src/trainer", got, err)
-	}
-	_, err = cachedModuleDir(&debug.Module{Path: trainerModule, Version: "v0.0.0-not-downloaded"})
-	if err == nil || !strings.Contains(err.Error(), "go mod download") {
-		t.Errorf("missing module: error %v, want one telling to run go mod download", err)
-	}
-}
-
-func TestEscapeModulePath(t *testing.T) {
-	for in, want := range map[string]string{
-		"github.com/kubeflow/trainer/v2": "github.com/kubeflow/trainer/v2",
-		"github.com/BurntSushi/toml":     "github.com/!burnt!sushi/toml",
-	} {
-		got, err := escapeModulePath(in)
-		if err != nil || got != want {
-			t.Errorf("escapeModulePath(%q) = %q, %v; want %q", in, got, err, want)
-		}
-	}
-	if _, err := escapeModulePath("example.com/a!b"); err == nil {
-		t.Error("escapeModulePath accepted '!'")
 	}
 }
 

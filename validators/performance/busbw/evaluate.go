@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/tcpxogen/tcpxogen/internal/bandwidth"
+	excerptpkg "github.com/tcpxogen/tcpxogen/internal/excerpt"
 )
 
 // Floor is a declared bandwidth constraint, e.g. the recipe's
@@ -15,15 +18,14 @@ type Floor struct {
 	GBps float64
 }
 
-// ParseFloor reads ">= 300", ">=300" or "300" (GB/s).
+// ParseFloor reads a floor in the recipe's grammar (bandwidth.Floor):
+// ">= 300", "> 300" or "300" GB/s, a plain decimal of at most
+// bandwidth.MaxGBps. Both comparisons judge the same way, at >= 0.9 × the
+// floor: the allowance for run-to-run variance dwarfs their difference.
 func ParseFloor(s string) (Floor, error) {
-	num := strings.TrimSpace(s)
-	if rest, ok := strings.CutPrefix(num, ">="); ok {
-		num = strings.TrimSpace(rest)
-	}
-	v, err := strconv.ParseFloat(num, 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
-		return Floor{}, fmt.Errorf("floor %q: want \">= GBPS\" or \"GBPS\", GBPS a positive number of GB/s (for example \">= 300\")", s)
+	_, v, err := bandwidth.Floor(s)
+	if err != nil {
+		return Floor{}, fmt.Errorf("floor %s: %w (for example \">= 300\")", excerpt(s), err)
 	}
 	return Floor{Op: ">=", GBps: v}, nil
 }
@@ -120,7 +122,7 @@ func checkComplete(l *Log) Check {
 	c := Check{Name: CheckComplete, Status: Failed}
 	why := ""
 	if l.FirstError != "" {
-		why = fmt.Sprintf(" The first error in the log: %q.", l.FirstError)
+		why = fmt.Sprintf(" The first error in the log: %s.", excerptpkg.QuoteN(l.FirstError, 200))
 	}
 	n := len(l.Rows)
 	switch {

@@ -16,11 +16,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/tcpxogen/tcpxogen/internal/bandwidth"
 )
 
 // Log is what Parse recovered from one nccl-tests run.
@@ -221,8 +222,19 @@ func (p *parser) parseLine(raw string, terminated bool) error {
 		// nccl-tests divides by the number of sizes, so a sweep without rows
 		// prints nan; the trailer still proves the run ended, so keep Complete
 		// and record no average rather than a value JSON cannot carry.
-		if f, err := strconv.ParseFloat(avgBusBW.FindStringSubmatch(body)[1], 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
-			p.l.AvgBusBW = f
+		switch v := avgBusBW.FindStringSubmatch(body)[1]; strings.TrimPrefix(v, "-") {
+		case "nan", "":
+		default:
+			// A value that is no number at all (another tool's "40.6GB/s")
+			// stays unknown, as nan does; one that is a number but
+			// impossible is an error, never a figure in a report.
+			f, err := bandwidth.GBps(v)
+			switch {
+			case errors.Is(err, bandwidth.ErrImplausible):
+				return fmt.Errorf("line %d: the average bus bandwidth %s is %w", p.line, excerpt(v), err)
+			case err == nil:
+				p.l.AvgBusBW = f
+			}
 		}
 		p.l.Complete = true
 		p.sawHeaderLine = p.sawHeaderLine || hashed

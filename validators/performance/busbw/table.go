@@ -1,13 +1,15 @@
 package busbw
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/tcpxogen/tcpxogen/internal/bandwidth"
+	excerptpkg "github.com/tcpxogen/tcpxogen/internal/excerpt"
 )
 
 // Row is one message size of the results table.
@@ -167,11 +169,11 @@ func (ly layout) parseRow(f []string) (Row, error) {
 		switch name {
 		case "size":
 			if r.Size, err = strconv.ParseInt(v, 10, 64); err != nil || r.Size < 0 {
-				return Row{}, fmt.Errorf("size %s is not a byte count", excerpt(v))
+				return Row{}, fmt.Errorf("size %s is not a byte count (or overflows one)", excerpt(v))
 			}
 		case "count":
 			if r.Count, err = strconv.ParseInt(v, 10, 64); err != nil || r.Count < 0 {
-				return Row{}, fmt.Errorf("count %s is not an element count", excerpt(v))
+				return Row{}, fmt.Errorf("count %s is not an element count (or overflows one)", excerpt(v))
 			}
 		case "type":
 			r.Type = v
@@ -204,9 +206,13 @@ func (ly layout) parseRow(f []string) (Row, error) {
 func (ly layout) parseResult(f []string) (Result, error) {
 	var res Result
 	for i, dst := range []*float64{&res.TimeUS, &res.AlgBW, &res.BusBW} {
-		v, err := number(f[i])
+		read := number
+		if i > 0 {
+			read = bandwidth.GBps
+		}
+		v, err := read(f[i])
 		if err != nil {
-			return Result{}, fmt.Errorf("%s %s is not a finite non-negative number", [...]string{"time", "algbw", "busbw"}[i], excerpt(f[i]))
+			return Result{}, fmt.Errorf("%s %s is %w", [...]string{"time", "algbw", "busbw"}[i], excerpt(f[i]), err)
 		}
 		*dst = v
 	}
@@ -241,36 +247,22 @@ func (ly layout) parseResult(f []string) (Result, error) {
 	return res, nil
 }
 
-var errNotNumber = errors.New("not a finite non-negative number")
-
 // number reads a finite, non-negative decimal as nccl-tests prints it
-// (%.2f, %.1f, %.0f, and %.1e once the field overflows).
-func number(s string) (float64, error) {
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-		return 0, errNotNumber
-	}
-	return v, nil
-}
+// (%.2f, %.1f, %.0f, and %.1e once the field overflows); hex floats,
+// infinities and NaN are not numbers nccl-tests prints.
+func number(s string) (float64, error) { return bandwidth.Decimal(s) }
+
+// integer matches the digits nccl-tests prints for a size or a count, and a
+// sign, so that a negative one is a malformed row rather than noise.
+var integer = regexp.MustCompile(`^[+-]?[0-9]+$`)
 
 // isRowCandidate reports whether text starts like a table row: two integers
-// (size, count). Requiring both keeps MPI chatter such as "1 more process has
-// sent help message" out.
+// (size, count). Requiring both keeps MPI chatter such as "1 more
+// process has sent help message" out. Digits, not a parse: a size that
+// overflows int64 is a row parseRow refuses, never a line dropped as noise.
 func isRowCandidate(f []string) bool {
-	if len(f) < 2 {
-		return false
-	}
-	_, e1 := strconv.ParseInt(f[0], 10, 64)
-	_, e2 := strconv.ParseInt(f[1], 10, 64)
-	return e1 == nil && e2 == nil
+	return len(f) >= 2 && integer.MatchString(f[0]) && integer.MatchString(f[1])
 }
 
-// excerpt quotes s for a message, cut to about 80 characters so a garbage
-// line never floods the terminal.
-func excerpt(s string) string {
-	const keep = 80
-	if r := []rune(s); len(r) > keep {
-		s = string(r[:keep]) + "..."
-	}
-	return strconv.Quote(s)
-}
+// excerpt quotes s for a message, bounded, with look-alike runes named.
+func excerpt(s string) string { return excerptpkg.Quote(s) }

@@ -21,6 +21,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 )
@@ -84,7 +85,7 @@ type Params struct {
 // installer image: the image itself (Google's samples run nccl-tests from
 // it), its MPI build of all_reduce_perf and the port its sshd_config sets.
 // The caller fills Namespace and may override the rest.
-func ParamsFor(p runtimes.Pins) Params {
+func ParamsFor(p facts.Facts) Params {
 	return Params{Image: p.InstallerImage, AllReducePerf: p.AllReducePerfMPI, SSHPort: p.SSHDPort}
 }
 
@@ -179,18 +180,13 @@ func (p Params) withDefaults() (Params, error) {
 }
 
 // imageProblem describes why ref is not an image pinned as
-// repo:tag@sha256:<64 hex>, or returns "". The BOM's rules decide, so the
+// repo:tag@sha256:<64 hex>, or returns "". The BOM's rule decides, so the
 // benchmark image is held to what every shipped image is.
 func imageProblem(ref string) string {
 	if strings.TrimSpace(ref) == "" {
 		return "image is empty: give the nccl-tests image (mpirun, sshd and all_reduce_perf) pinned as repo:tag@sha256:<64 hex>, or start from the pinned installer image"
 	}
-	base, _, _ := strings.Cut(ref, "@")
-	i := strings.LastIndexByte(base, ':')
-	if i < 0 || strings.Contains(base[i+1:], "/") || i == len(base)-1 {
-		return fmt.Sprintf("image %q has no tag: pin it as repo:tag@sha256:<64 hex>, so the version is visible in the manifest", ref)
-	}
-	if _, err := bom.NewImage(ref, base[i+1:]); err != nil {
+	if _, err := bom.ParsePinned(ref); err != nil {
 		return fmt.Sprintf("image is not pinned by digest: %v", err)
 	}
 	return ""

@@ -19,7 +19,7 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
 	"github.com/tcpxogen/tcpxogen/runtimes"
-	"github.com/tcpxogen/tcpxogen/validators/realize"
+	"github.com/tcpxogen/tcpxogen/validators/wiring"
 )
 
 // testImage is a well-formed pinned reference that names no real image.
@@ -40,7 +40,7 @@ func shipped(t testing.TB) *trainer.ClusterTrainingRuntime {
 // the image, binary and port come from the generated constants, as they do
 // for every real derivation.
 func testParams() Params {
-	p := ParamsFor(runtimes.GeneratedPins())
+	p := ParamsFor(runtimes.GeneratedFacts())
 	p.Namespace, p.Image = testNamespace, testImage
 	return p
 }
@@ -78,7 +78,7 @@ func container(t testing.TB, pod *corev1.PodTemplateSpec, name string) *corev1.C
 
 func shippedNodeContainer(t testing.TB, s *trainer.ClusterTrainingRuntime) *corev1.Container {
 	t.Helper()
-	pod, err := realize.RuntimePodTemplate(s, constants.Node)
+	pod, err := wiring.RuntimePodTemplate(s, constants.Node)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestDeriveShape(t *testing.T) {
 func TestNodePodIsShippedPodExceptWhatItRuns(t *testing.T) {
 	s := shipped(t)
 	rt := derive(t, s, testParams())
-	want, err := realize.RuntimePodTemplate(s, constants.Node)
+	want, err := wiring.RuntimePodTemplate(s, constants.Node)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -511,4 +511,34 @@ func TestDeriveRejectsIncompleteShipped(t *testing.T) {
 			t.Errorf("root container in a non-root pod refused: %v", err)
 		}
 	})
+}
+
+// TestGoldenRunsFromTheInstallerImage: Google's samples run nccl-tests from
+// the installer image (its MPI build, sshd on port 222); so does the
+// committed benchmark, with no example image left in it.
+func TestGoldenRunsFromTheInstallerImage(t *testing.T) {
+	pins := runtimes.GeneratedFacts()
+	p := ParamsFor(pins)
+	p.Namespace = GoldenNamespace
+	rt := derive(t, shipped(t), p)
+	node := container(t, rjob(t, rt, constants.Node).Template.Spec.Template.DeepCopy(), runtimes.NodeContainer)
+	launcher := launcherOf(t, rt)
+	for what, img := range map[string]string{"node": node.Image, "launcher": launcher.Image} {
+		if img != pins.InstallerImage {
+			t.Errorf("%s image %q, want the pinned installer image %q", what, img, pins.InstallerImage)
+		}
+	}
+	if !slices.Contains(launcher.Args, pins.AllReducePerfMPI) || !strings.Contains(pins.AllReducePerfMPI, "/nccl-tests-mpi/") {
+		t.Errorf("launcher runs %q, want the MPI build %s", launcher.Args, pins.AllReducePerfMPI)
+	}
+	if pins.SSHDPort != 222 {
+		t.Errorf("generated sshd port %d; the published image's sshd_config sets 222", pins.SSHDPort)
+	}
+	golden, err := Golden(shipped(t), pins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(golden), "example@sha256") || strings.Contains(string(golden), "registry.example") {
+		t.Error("the benchmark golden still carries an example image")
+	}
 }

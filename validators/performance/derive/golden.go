@@ -5,11 +5,13 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 
+	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 )
 
-// GoldenPath is the committed benchmark manifest, repo-relative.
-const GoldenPath = "runtimes/" + DefaultName + ".yaml"
+// GoldenPath is the committed benchmark manifest, repo-relative; the
+// realization proof reads it too, which is why runtimes names it.
+const GoldenPath = runtimes.GoldenBenchmark
 
 // GoldenNamespace is the namespace the golden benchmark is rendered into.
 const GoldenNamespace = "tcpxo-validation"
@@ -17,7 +19,7 @@ const GoldenNamespace = "tcpxo-validation"
 // Golden renders the benchmark derived from shipped, as committed under
 // GoldenPath: the wiring is what ships, and the benchmark's image, binary
 // and ssh port are the pinned installer image's (p).
-func Golden(shipped *trainer.ClusterTrainingRuntime, p runtimes.Pins) ([]byte, error) {
+func Golden(shipped *trainer.ClusterTrainingRuntime, p facts.Facts) ([]byte, error) {
 	params := ParamsFor(p)
 	params.Namespace = GoldenNamespace
 	bench, err := Derive(shipped, params)

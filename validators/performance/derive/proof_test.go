@@ -19,6 +19,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/validators/realize"
 	"github.com/tcpxogen/tcpxogen/validators/schema"
+	"github.com/tcpxogen/tcpxogen/validators/wiring"
 )
 
 // The derived runtime survives the API server unchanged: the real
@@ -139,12 +140,12 @@ func TestRealizationThroughMPIPlugin(t *testing.T) {
 func TestRealizedNodePodKeepsTheWiring(t *testing.T) {
 	rt := derive(t, shipped(t), testParams())
 	res := realizeDerived(t, rt, nil)
-	realized, err := realize.JobSetPodTemplate(res.JobSet, constants.Node)
+	realized, err := wiring.JobSetPodTemplate(res.JobSet, constants.Node)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, c := range realize.Diff(realize.WiringOf(benchNodePod(t, rt), runtimes.NodeContainer), realize.WiringOf(realized, runtimes.NodeContainer)) {
+	for _, c := range wiring.Diff(wiring.Of(benchNodePod(t, rt), runtimes.NodeContainer), wiring.Of(realized, runtimes.NodeContainer)) {
 		if !c.IsAddition() {
 			t.Errorf("wiring not realized: %s", c)
 		}
@@ -172,7 +173,7 @@ func TestRealizedLauncher(t *testing.T) {
 	s := shipped(t)
 	rt := derive(t, s, testParams())
 	res := realizeDerived(t, rt, nil)
-	pod, err := realize.JobSetPodTemplate(res.JobSet, constants.Launcher)
+	pod, err := wiring.JobSetPodTemplate(res.JobSet, constants.Launcher)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +229,7 @@ func TestRealizedLauncher(t *testing.T) {
 // can go.
 func TestTrainerStillMountsKeyTooOpen(t *testing.T) {
 	res := realizeDerived(t, derive(t, shipped(t), testParams()), nil)
-	pod, err := realize.JobSetPodTemplate(res.JobSet, constants.Launcher)
+	pod, err := wiring.JobSetPodTemplate(res.JobSet, constants.Launcher)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,10 @@
 package derive
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -11,8 +13,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/tcpxogen/tcpxogen/internal/structdiff"
 	"github.com/tcpxogen/tcpxogen/runtimes"
-	"github.com/tcpxogen/tcpxogen/validators/realize"
+	"github.com/tcpxogen/tcpxogen/validators/wiring"
 )
 
 // WiringEqual compares the benchmark runtime bench with the shipped runtime
@@ -22,7 +25,7 @@ import (
 //
 // It compares, in this order:
 //
-//   - the node pod's wiring, with realize.Diff (annotations, init containers
+//   - the node pod's wiring, with wiring.Diff (annotations, init containers
 //     such as the tcpxo-daemon sidecar, volumes, and the node container's
 //     env, mounts, added capabilities and resources);
 //   - the rest of the node pod template (nodeSelector, tolerations, labels,
@@ -39,11 +42,11 @@ func WiringEqual(shipped *trainer.ClusterTrainingRuntime, bench *trainer.Trainin
 		return []string{"cannot compare: the shipped or the benchmark runtime is nil"}
 	}
 	var out []string
-	sp, err := realize.RuntimePodTemplate(shipped, constants.Node)
+	sp, err := wiring.RuntimePodTemplate(shipped, constants.Node)
 	if err != nil {
 		out = append(out, "shipped runtime: "+err.Error())
 	}
-	bp, err := realize.RuntimePodTemplate(bench, constants.Node)
+	bp, err := wiring.RuntimePodTemplate(bench, constants.Node)
 	if err != nil {
 		out = append(out, "benchmark runtime: "+err.Error())
 	}
@@ -51,8 +54,8 @@ func WiringEqual(shipped *trainer.ClusterTrainingRuntime, bench *trainer.Trainin
 		return out
 	}
 
-	sw := realize.WiringOf(sp, runtimes.NodeContainer)
-	for _, c := range realize.Diff(sw, realize.WiringOf(bp, runtimes.NodeContainer)) {
+	sw := wiring.Of(sp, runtimes.NodeContainer)
+	for _, c := range wiring.Diff(sw, wiring.Of(bp, runtimes.NodeContainer)) {
 		out = append(out, "benchmark node pod: "+c.String())
 	}
 	out = append(out, podRemainderDiff(sp, bp)...)
@@ -60,7 +63,7 @@ func WiringEqual(shipped *trainer.ClusterTrainingRuntime, bench *trainer.Trainin
 	return out
 }
 
-// remainder is a pod template without what realize.Diff compares and without
+// remainder is a pod template without what wiring.Diff compares and without
 // what the benchmark owns, as generic JSON: what is left must be equal.
 func remainder(p *corev1.PodTemplateSpec) (any, error) {
 	c := p.DeepCopy()
@@ -97,146 +100,20 @@ func remainder(p *corev1.PodTemplateSpec) (any, error) {
 func podRemainderDiff(shipped, bench *corev1.PodTemplateSpec) []string {
 	a, errA := remainder(shipped)
 	b, errB := remainder(bench)
-	if errA != nil || errB != nil {
+	if err := cmp.Or(errA, errB); err != nil {
 		// API types always encode; say so rather than report equality.
-		return []string{fmt.Sprintf("cannot compare the node pod templates: %v", firstErr(errA, errB))}
+		return []string{fmt.Sprintf("cannot compare the node pod templates: %v", err)}
 	}
 	var out []string
-	diffJSON("", a, b, func(p, from, to string) {
-		out = append(out, fmt.Sprintf("benchmark node pod: %s differs (shipped %s, benchmark %s)", p, from, to))
-	})
+	for _, d := range structdiff.Values("", a, b) {
+		out = append(out, "benchmark node pod: "+strings.TrimPrefix(d.Format("shipped", "benchmark"), "."))
+	}
 	return out
-}
-
-func firstErr(errs ...error) error {
-	for _, e := range errs {
-		if e != nil {
-			return e
-		}
-	}
-	return nil
-}
-
-// diffJSON reports every path where two decoded JSON values differ. Lists
-// whose elements all have a distinct "name" (containers, for one) are
-// matched by name, so one inserted element is one difference, not a shifted
-// list; other lists (tolerations) compare by position.
-func diffJSON(at string, a, b any, report func(path, from, to string)) {
-	switch av := a.(type) {
-	case map[string]any:
-		bv, ok := b.(map[string]any)
-		if !ok {
-			report(at, render(a), render(b))
-			return
-		}
-		keys := make([]string, 0, len(av)+len(bv))
-		for k := range av {
-			keys = append(keys, k)
-		}
-		for k := range bv {
-			if _, ok := av[k]; !ok {
-				keys = append(keys, k)
-			}
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			x, y := av[k], bv[k]
-			// A field set on one side only is reported at its leaves
-			// ("securityContext.privileged", not "securityContext").
-			if _, isMap := y.(map[string]any); isMap && x == nil {
-				x = map[string]any{}
-			}
-			if _, isMap := x.(map[string]any); isMap && y == nil {
-				y = map[string]any{}
-			}
-			diffJSON(join(at, k), x, y, report)
-		}
-	case []any:
-		bv, ok := b.([]any)
-		if !ok {
-			report(at, render(a), render(b))
-			return
-		}
-		an, aok := byName(av)
-		bn, bok := byName(bv)
-		if aok && bok {
-			names := make([]string, 0, len(an)+len(bn))
-			for k := range an {
-				names = append(names, k)
-			}
-			for k := range bn {
-				if _, ok := an[k]; !ok {
-					names = append(names, k)
-				}
-			}
-			slices.Sort(names)
-			for _, n := range names {
-				diffJSON(fmt.Sprintf("%s[%s]", at, n), an[n], bn[n], report)
-			}
-			return
-		}
-		if len(av) != len(bv) {
-			report(at, render(a), render(b))
-			return
-		}
-		for i := range av {
-			diffJSON(fmt.Sprintf("%s[%d]", at, i), av[i], bv[i], report)
-		}
-	default:
-		if render(a) != render(b) {
-			report(at, render(a), render(b))
-		}
-	}
-}
-
-func join(at, key string) string {
-	if at == "" {
-		return key
-	}
-	return at + "." + key
-}
-
-// byName indexes a list of objects by their "name", if every element has a
-// distinct one.
-func byName(list []any) (map[string]any, bool) {
-	m := make(map[string]any, len(list))
-	for _, e := range list {
-		o, ok := e.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		n, ok := o["name"].(string)
-		if !ok {
-			return nil, false
-		}
-		if _, dup := m[n]; dup {
-			return nil, false
-		}
-		m[n] = e
-	}
-	return m, true
-}
-
-// render is a compact JSON rendering for a difference line; absent is
-// "<none>", and long values are cut, since a line must stay readable.
-func render(v any) string {
-	if v == nil {
-		return "<none>"
-	}
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprintf("<unrenderable: %v>", err)
-	}
-	const limit = 120 // runes, so a cut never splits a character
-	if r := []rune(string(raw)); len(r) > limit {
-		return string(r[:limit]) + "…"
-	}
-	return string(raw)
 }
 
 // rankDiffs checks what the ranks get beyond the pod spec: their number per
 // node and their environment, which reaches them only through the launcher.
-func rankDiffs(sw realize.Wiring, bench *trainer.TrainingRuntime) []string {
+func rankDiffs(sw wiring.Wiring, bench *trainer.TrainingRuntime) []string {
 	var out []string
 	var mpi *trainer.MPIMLPolicySource
 	if bench.Spec.MLPolicy != nil {
@@ -278,7 +155,7 @@ func rankDiffs(sw realize.Wiring, bench *trainer.TrainingRuntime) []string {
 			out = append(out, fmt.Sprintf("benchmark launcher forwards %s=%q, the shipped worker has %q", n, *v, shippedVal[n]))
 		}
 	}
-	for _, n := range sortedKeys(fwd) {
+	for _, n := range slices.Sorted(maps.Keys(fwd)) {
 		if _, ok := shippedVal[n]; !ok && forwarded(n) {
 			out = append(out, fmt.Sprintf("benchmark launcher forwards %s, which the shipped worker env does not set", n))
 		}
@@ -295,7 +172,7 @@ func renderInt(p *int32) string {
 
 // launcherContainer is the mpirun container of the launcher job.
 func launcherContainer(rt *trainer.TrainingRuntime) (*corev1.Container, error) {
-	pod, err := realize.RuntimePodTemplate(rt, constants.Launcher)
+	pod, err := wiring.RuntimePodTemplate(rt, constants.Launcher)
 	if err != nil {
 		return nil, err
 	}
@@ -330,16 +207,7 @@ func xNames(argv []string) map[string]*string {
 func envValues(env []corev1.EnvVar) map[string]string {
 	m := make(map[string]string, len(env))
 	for i := range env {
-		m[env[i].Name] = realize.EnvValue(&env[i])
+		m[env[i].Name] = wiring.EnvValue(&env[i])
 	}
 	return m
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -87,6 +87,12 @@ func TestWiringEqualNamesEachDifference(t *testing.T) {
 		{"node env value changed", func(t *testing.T, rt *trainer.TrainingRuntime) {
 			setEnv(benchNode(t, rt).Env, "NCCL_FASTRAK_NUM_FLOWS", "4")
 		}, "env overridden: env NCCL_FASTRAK_NUM_FLOWS (2 -> 4)", 1},
+		{"node env reordered", func(t *testing.T, rt *trainer.TrainingRuntime) {
+			// Same names and values, another order: a $(VAR) reference
+			// expands only from earlier entries, so this is other wiring.
+			env := benchNode(t, rt).Env
+			env[0], env[1] = env[1], env[0]
+		}, "env reordered: env order from ", 1},
 		{"node env removed", func(t *testing.T, rt *trainer.TrainingRuntime) {
 			n := benchNode(t, rt)
 			n.Env = removeEnv(n.Env, "NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY")
@@ -101,18 +107,18 @@ func TestWiringEqualNamesEachDifference(t *testing.T) {
 		}, "capability lost: capability IPC_LOCK", 1},
 		{"privileged added", func(t *testing.T, rt *trainer.TrainingRuntime) {
 			benchNode(t, rt).SecurityContext.Privileged = ptr.To(true)
-		}, "spec.containers[node].securityContext.privileged differs (shipped <none>, benchmark true)", 1},
+		}, "spec.containers[name=node].securityContext.privileged: shipped absent vs benchmark true", 1},
 		{"nodeSelector changed", func(t *testing.T, rt *trainer.TrainingRuntime) {
 			benchNodePod(t, rt).Spec.NodeSelector[runtimes.AcceleratorLabel] = "nvidia-h100-80gb"
-		}, `spec.nodeSelector.cloud.google.com/gke-accelerator differs (shipped "nvidia-h100-mega-80gb", benchmark "nvidia-h100-80gb")`, 1},
+		}, `spec.nodeSelector["cloud.google.com/gke-accelerator"]: shipped "nvidia-h100-mega-80gb" vs benchmark "nvidia-h100-80gb"`, 1},
 		{"toleration added", func(t *testing.T, rt *trainer.TrainingRuntime) {
 			p := benchNodePod(t, rt)
 			p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: "example.com/spot", Operator: corev1.TolerationOpExists})
-		}, "spec.tolerations differs", 1},
+		}, "spec.tolerations: shipped absent vs benchmark [{", 1},
 		{"extra container", func(t *testing.T, rt *trainer.TrainingRuntime) {
 			p := benchNodePod(t, rt)
 			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "sidecar", Image: "busybox"})
-		}, "spec.containers[sidecar] differs", 1},
+		}, "spec.containers[name=sidecar]: shipped absent vs benchmark {", 1},
 		{"numProcPerNode changed", func(t *testing.T, rt *trainer.TrainingRuntime) {
 			rt.Spec.MLPolicy.MPI.NumProcPerNode = ptr.To[int32](4)
 		}, "numProcPerNode is 4, but the shipped node has 8 GPUs", 1},

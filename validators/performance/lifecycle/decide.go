@@ -4,7 +4,7 @@
 // policy says so and tears down exactly what it installed, even when the
 // benchmark fails, panics or is interrupted.
 //
-// The policy (DESIGN.md, "Recipe-driven validation policy") is a pure
+// The policy (docs/design.md, "Recipe-driven validation policy") is a pure
 // function of two facts: whether the recipe declares the trainer, and what
 // Observe finds on the cluster. A declared component belongs to the
 // deployment, so the validator never installs or removes it; an undeclared
@@ -76,7 +76,7 @@ func (d Decision) Err() error {
 	return fmt.Errorf("%w (%s): %s %s", ErrPolicy, d.Action, d.Explanation, d.Remedy)
 }
 
-// policy is the decision table of DESIGN.md, row for row. Decide looks a
+// policy is the decision table of docs/design.md, row for row. Decide looks a
 // (declared, state) pair up here; TestDecide checks that every pair has
 // exactly one row.
 var policy = []struct {

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestDecide is DESIGN.md's table, all six (declared, state) pairs.
+// TestDecide is docs/design.md's table, all six (declared, state) pairs.
 func TestDecide(t *testing.T) {
 	for _, tc := range []struct {
 		declared          bool
@@ -80,7 +80,7 @@ func TestPolicyTableIsExact(t *testing.T) {
 		}
 	}
 	if len(policy) != 5 || len(seen) != 5 {
-		t.Errorf("%d rows with %d actions; DESIGN.md has 5", len(policy), len(seen))
+		t.Errorf("%d rows with %d actions; docs/design.md has 5", len(policy), len(seen))
 	}
 	for k, n := range claimed {
 		if n != 1 {

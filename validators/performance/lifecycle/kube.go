@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -187,18 +188,15 @@ func (a *DynamicApplier) resource(ctx context.Context, obj *unstructured.Unstruc
 	gvk := obj.GroupVersionKind()
 	m, err := a.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if r, ok := a.Mapper.(meta.ResettableRESTMapper); ok && meta.IsNoMatchError(err) {
-		deadline := time.Now().Add(a.DiscoveryTimeout)
-		for {
+		// Polled until served or DiscoveryTimeout; a timeout leaves the
+		// last no-match error to report below.
+		_ = wait.PollUntilContextTimeout(ctx, discoveryRetryInterval, a.DiscoveryTimeout, true, func(context.Context) (bool, error) {
 			r.Reset()
 			m, err = a.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-			if !meta.IsNoMatchError(err) || !time.Now().Before(deadline) {
-				break
-			}
-			select {
-			case <-ctx.Done():
-				return nil, fmt.Errorf("%s: waiting for the API server to serve %s: %w", describe(obj), gvk, context.Cause(ctx))
-			case <-time.After(discoveryRetryInterval):
-			}
+			return !meta.IsNoMatchError(err), nil
+		})
+		if meta.IsNoMatchError(err) && ctx.Err() != nil {
+			return nil, fmt.Errorf("%s: waiting for the API server to serve %s: %w", describe(obj), gvk, context.Cause(ctx))
 		}
 	}
 	if err != nil {

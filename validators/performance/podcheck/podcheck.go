@@ -17,6 +17,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/validators/realize"
+	"github.com/tcpxogen/tcpxogen/validators/wiring"
 )
 
 // ReplicatedJobLabel is the label JobSet puts on every pod with the name of
@@ -27,7 +28,7 @@ const ReplicatedJobLabel = "jobset.sigs.k8s.io/replicatedjob-name"
 // the benchmark's node pod template and checks that the tcpxo-daemon
 // sidecar started. It fails naming every pod and what it lacks.
 func Check(pods []corev1.Pod, want *corev1.PodTemplateSpec, rules []guestconfig.Rule) error {
-	wantWiring := realize.WiringOf(serverDefaulted(want), constants.Node)
+	wantWiring := wiring.Of(serverDefaulted(want), constants.Node)
 	var problems []string
 	workers := 0
 	for i := range pods {
@@ -38,7 +39,7 @@ func Check(pods []corev1.Pod, want *corev1.PodTemplateSpec, rules []guestconfig.
 		workers++
 		// Defaulted too: idempotent on a pod from a server, and a pod built
 		// from the template elsewhere compares the same.
-		got := realize.WiringOf(serverDefaulted(&corev1.PodTemplateSpec{ObjectMeta: p.ObjectMeta, Spec: p.Spec}), constants.Node)
+		got := wiring.Of(serverDefaulted(&corev1.PodTemplateSpec{ObjectMeta: p.ObjectMeta, Spec: p.Spec}), constants.Node)
 		for _, c := range realize.Judge(wantWiring, got, rules) {
 			if c.LosesFabric() {
 				problems = append(problems, fmt.Sprintf("pod %s: %s: %s", p.Name, c.Change, c.Reason))

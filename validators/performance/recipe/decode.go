@@ -114,7 +114,9 @@ func (d *decoder) decode(data []byte) (r *Recipe, ok bool) {
 		return nil, false
 	}
 
-	d.walk(root, reflect.TypeFor[Recipe](), "")
+	for _, f := range yamlstrict.Walk(root, reflect.TypeFor[Recipe](), yamlstrict.WalkOptions{Scalar: recipeScalar, Visit: d.visit}) {
+		d.finding(f)
+	}
 	if len(d.errs) > 0 {
 		return nil, false
 	}
@@ -132,143 +134,68 @@ func (d *decoder) decode(data []byte) (r *Recipe, ok bool) {
 	return r, true
 }
 
-// walk checks n against type t: mappings against the struct's yaml fields
-// (unknown and duplicate keys), lists against slices, and scalars against
-// strings. It records each visited node under its path.
-func (d *decoder) walk(n *yaml.Node, t reflect.Type, path string) {
-	if n.Kind == yaml.AliasNode || n.Anchor != "" {
+// visit records where each value (and its key) is written, so the semantic
+// checks can point at the line of the value they reject.
+func (d *decoder) visit(path string, key, value *yaml.Node) {
+	d.nodes[path] = value
+	if key != nil {
+		d.keys[path] = key.Line
+	}
+}
+
+// finding words a structural problem of the document.
+func (d *decoder) finding(f yamlstrict.Finding) {
+	switch f.Kind {
+	case yamlstrict.AliasUsed:
 		// Rejected rather than resolved: a recipe is short, an alias makes
 		// the line of a value ambiguous, and expanding aliases is how YAML
 		// bombs multiply a small file.
-		d.addAt(n.Line, path, "uses a YAML anchor or alias", "write the value out in full")
-		return
-	}
-	d.nodes[path] = n
-	if t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	null := n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
-	switch t.Kind() {
-	case reflect.Struct:
-		if null {
-			return // absent; the semantic checks say whether it is required
+		d.addAt(f.Line, f.Path, "uses a YAML anchor or alias", "write the value out in full")
+	case yamlstrict.KeyNotAName:
+		d.addAt(f.Line, f.Path, "has a key that is "+kindWord(f.Node)+", not a name",
+			"write the keys as plain names: "+orList(yamlstrict.Fields(f.Want)))
+	case yamlstrict.DuplicateKey:
+		d.addAt(f.Line, f.Path, fmt.Sprintf("is set twice (first at line %d)", f.First),
+			"delete one of the two; YAML tools disagree on which one wins, so the recipe must not rely on either")
+	case yamlstrict.UnknownKey:
+		where := yamlstrict.ParentPath(f.Path)
+		if where == "" {
+			where = "a recipe"
 		}
-		if n.Kind != yaml.MappingNode {
-			d.addAt(n.Line, path, "is "+kindWord(n)+", not a mapping",
-				"write it as a mapping with the fields "+orList(fieldNames(t)))
-			return
-		}
-		d.mapping(n, t, path)
-	case reflect.Slice:
-		if null {
-			return
-		}
-		if n.Kind != yaml.SequenceNode {
-			d.addAt(n.Line, path, "is "+kindWord(n)+", not a list",
+		d.addAt(f.Line, f.Path, "is not a known field", yamlstrict.UnknownFieldFix(f.Node.Value, yamlstrict.Fields(f.Want), where, "or"))
+	case yamlstrict.WrongKind:
+		switch f.Want.Kind() {
+		case reflect.Struct:
+			d.addAt(f.Line, f.Path, "is "+kindWord(f.Node)+", not a mapping",
+				"write it as a mapping with the fields "+orList(yamlstrict.Fields(f.Want)))
+		case reflect.Slice:
+			d.addAt(f.Line, f.Path, "is "+kindWord(f.Node)+", not a list",
 				"write one entry per line, each starting with '- '")
-			return
+		default:
+			if f.Node.Kind != yaml.ScalarNode {
+				d.addAt(f.Line, f.Path, "is "+kindWord(f.Node)+", not a single value", "write one value on the line of its key")
+				return
+			}
+			key := f.Path[strings.LastIndexAny(f.Path, ".")+1:]
+			d.addAt(f.Line, f.Path, "is "+kindWord(f.Node)+", not text",
+				"quote the value if it is meant as text, e.g. "+key+": "+strconv.Quote(f.Node.Value))
 		}
-		for i, item := range n.Content {
-			d.walk(item, t.Elem(), yamlstrict.IndexPath(path, i))
-		}
-	case reflect.String:
-		d.scalar(n, t, path)
-	default:
-		// Unreachable: the recipe types hold only the kinds above.
-		d.addAt(n.Line, path, fmt.Sprintf("has Go type %s, which the recipe reader does not handle", t),
-			"this is a bug in the recipe reader; please report it")
 	}
 }
 
-// mapping checks a mapping's keys. The first of duplicate keys is walked, so
-// the rest of the document is still checked.
-func (d *decoder) mapping(n *yaml.Node, t reflect.Type, path string) {
-	fields := fieldTypes(t)
-	names := fieldNames(t)
-	where := path
-	if where == "" {
-		where = "a recipe"
-	}
-	first := map[string]int{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		if k.Kind != yaml.ScalarNode {
-			d.addAt(k.Line, path, "has a key that is "+kindWord(k)+", not a name",
-				"write the keys as plain names: "+orList(names))
-			continue
-		}
-		p := yamlstrict.JoinPath(path, k.Value)
-		if line, dup := first[k.Value]; dup {
-			d.addAt(k.Line, p, fmt.Sprintf("is set twice (first at line %d)", line),
-				"delete one of the two; YAML tools disagree on which one wins, so the recipe must not rely on either")
-			continue
-		}
-		first[k.Value] = k.Line
-		d.keys[p] = k.Line
-		ft, known := fields[k.Value]
-		if !known {
-			d.addAt(k.Line, p, "is not a known field", yamlstrict.UnknownFieldFix(k.Value, names, where, "or"))
-			continue
-		}
-		d.walk(v, ft, p)
-	}
-}
-
-// scalar checks a string field. Only text is accepted: a value YAML reads as
+// recipeScalar accepts only text for a string field: a value YAML reads as
 // a number, boolean or date is a string only by accident of spelling, and
 // other YAML readers (sigs.k8s.io/yaml, used by kubectl) would convert it. A
 // Threshold also takes a plain number (value: 300). Null reads as "", which
 // the semantic checks report as missing.
-func (d *decoder) scalar(n *yaml.Node, t reflect.Type, path string) {
-	if n.Kind != yaml.ScalarNode {
-		d.addAt(n.Line, path, "is "+kindWord(n)+", not a single value", "write one value on the line of its key")
-		return
-	}
+func recipeScalar(n *yaml.Node, t reflect.Type) bool {
 	switch tag := n.ShortTag(); {
-	case tag == "!!str", tag == "!!null":
-	case t == reflect.TypeFor[Threshold]() && (tag == "!!int" || tag == "!!float"):
-	default:
-		key := path[strings.LastIndexAny(path, ".")+1:]
-		d.addAt(n.Line, path, "is "+kindWord(n)+", not text",
-			"quote the value if it is meant as text, e.g. "+key+": "+strconv.Quote(n.Value))
+	case tag == "!!str":
+		return t.Kind() == reflect.String
+	case t == reflect.TypeFor[Threshold]():
+		return tag == "!!int" || tag == "!!float"
 	}
-}
-
-// fieldTypes maps a struct's yaml keys to their field types.
-func fieldTypes(t reflect.Type) map[string]reflect.Type {
-	out := map[string]reflect.Type{}
-	for f := range t.Fields() {
-		if name := yamlName(f); name != "" {
-			out[name] = f.Type
-		}
-	}
-	return out
-}
-
-// fieldNames lists a struct's yaml keys in declaration order, for messages.
-func fieldNames(t reflect.Type) []string {
-	var out []string
-	for f := range t.Fields() {
-		if name := yamlName(f); name != "" {
-			out = append(out, name)
-		}
-	}
-	return out
-}
-
-// yamlName is the key yaml.v3 uses for a field; "" for fields it skips.
-func yamlName(f reflect.StructField) string {
-	if !f.IsExported() {
-		return ""
-	}
-	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-	switch name {
-	case "-":
-		return ""
-	case "":
-		return strings.ToLower(f.Name)
-	}
-	return name
+	return false
 }
 
 // kindWord names a node's kind in a YAML user's terms; a recipe's values are

@@ -32,10 +32,11 @@
 package recipe
 
 import (
+	"errors"
 	"fmt"
-	"io"
-	"os"
+	"io/fs"
 
+	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 )
 
@@ -144,16 +145,12 @@ func (r *Recipe) Floor() (op string, gbps float64) { return r.floorOp, r.floorGb
 
 // Load reads and validates the recipe at path. Errors name the path.
 func Load(path string) (*Recipe, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading recipe: %w (check the --recipe path)", err)
-	}
-	defer f.Close()
-	// Read one byte past the limit so an oversized file is told apart from
-	// one of exactly MaxSize bytes.
-	data, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading recipe %s: %w", path, err)
+	data, err := inputfile.Read(path, inputfile.Spec{What: "--recipe", Max: MaxSize})
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("reading the recipe: %w (check the --recipe path)", err)
+	case err != nil:
+		return nil, fmt.Errorf("reading the recipe: %w", err)
 	}
 	return Parse(path, data)
 }

@@ -6,8 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 	"github.com/tcpxogen/tcpxogen/internal/yamlstrict"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 )
@@ -382,13 +384,15 @@ func TestParseRejects(t *testing.T) {
 			}
 			prefix += ": "
 			if tc.path != "" {
-				prefix += tc.path + ": "
+				prefix += tc.path + " "
 			}
 			if msg := found.Error(); !strings.HasPrefix(msg, prefix) || !strings.HasSuffix(msg, ": "+found.Fix) {
 				t.Errorf("message %q does not read %q<problem>: <fix>", msg, prefix)
 			}
+			// The recipe's error and the interfaces package's are one type:
+			// the cause is the interfaces package's when it is one too.
 			var ie *interfaces.Error
-			if got := errors.As(found, &ie); got != tc.wantInterfaces {
+			if got := errors.As(found.Err, &ie); got != tc.wantInterfaces {
 				t.Errorf("cause is an *interfaces.Error: %v, want %v", got, tc.wantInterfaces)
 			}
 		})
@@ -496,9 +500,37 @@ func TestLoadOversized(t *testing.T) {
 	if err := os.WriteFile(path, []byte(strings.Repeat("#", MaxSize+1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Refused by the input helper before parsing, with the real size.
 	_, err := Load(path)
-	if ps := problems(t, err); ps[0].File != path || !strings.Contains(ps[0].Problem, "limit") {
+	if !errors.Is(err, inputfile.ErrTooLarge) || !strings.Contains(err.Error(), "--recipe "+path+" is 1048577 bytes") {
 		t.Fatalf("Load(oversized) = %v", err)
+	}
+}
+
+// A FIFO no longer blocks Load forever.
+func TestLoadFIFO(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fifo.yaml")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(path); !errors.Is(err, inputfile.ErrNotRegular) {
+		t.Fatalf("Load(FIFO) = %v", err)
+	}
+}
+
+// The floor's numbers: hex floats, exponents and values past any link are
+// refused, as nccl-report --floor refuses them (one parser for both).
+func TestFloorNumbers(t *testing.T) {
+	for value, want := range map[string]string{
+		`"0x1p9"`:                               "is not a floor",
+		`"1e308"`:                               "is not a floor",
+		`">= 10001"`:                            "more than 10000 GB/s",
+		`"> 1` + strings.Repeat("0", 400) + `"`: "more than 10000 GB/s",
+	} {
+		_, err := Parse("r.yaml", edit(map[int]string{25: "    value: " + value}))
+		if ps := problems(t, err); !strings.Contains(ps[0].Problem, want) {
+			t.Errorf("value %.40s: %v, want %q", value, err, want)
+		}
 	}
 }
 

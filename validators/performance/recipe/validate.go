@@ -1,7 +1,6 @@
 package recipe
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"regexp"
@@ -11,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/version"
 
+	"github.com/tcpxogen/tcpxogen/internal/bandwidth"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 )
 
@@ -231,18 +231,9 @@ func checkConstraints(d *decoder, r *Recipe) {
 	}
 }
 
-// floorSyntax is the whole grammar of a floor: an optional ">=" or ">", then
-// a plain decimal number of GB/s. Deliberately small: units, exponents and
-// other comparisons are rejected with a fix rather than guessed at.
-var floorSyntax = regexp.MustCompile(`^\s*(>=|>)?\s*([0-9]+(?:\.[0-9]+)?)\s*$`)
-
 // withUnit matches a floor written with a unit ("300 GB/s", ">= 300Gbps"),
 // to say why it is rejected.
 var withUnit = regexp.MustCompile(`^(>=|>)?\s*[0-9.]+\s*[A-Za-z/]+$`)
-
-// defaultFloorOp is the comparison of a bare number: a floor is reached by a
-// measurement equal to it.
-const defaultFloorOp = ">="
 
 func parseFloor(r *Recipe, v Threshold) (problem, fix string, ok bool) {
 	const example = `write ">= N" or "> N" with N in GB/s, e.g. value: ">= 300"`
@@ -250,8 +241,10 @@ func parseFloor(r *Recipe, v Threshold) (problem, fix string, ok bool) {
 	if strings.TrimSpace(s) == "" {
 		return "is missing", example, false
 	}
-	m := floorSyntax.FindStringSubmatch(s)
-	if m == nil {
+	// One grammar for the recipe and nccl-report --floor: bandwidth.Floor.
+	op, gbps, err := bandwidth.Floor(s)
+	switch {
+	case errors.Is(err, bandwidth.ErrSyntax):
 		why := "is not a floor"
 		switch t := strings.TrimSpace(s); {
 		case strings.HasPrefix(t, "<"), strings.HasPrefix(t, "="), strings.HasPrefix(t, "!"):
@@ -260,14 +253,12 @@ func parseFloor(r *Recipe, v Threshold) (problem, fix string, ok bool) {
 			why = "has a unit; the value is always in GB/s"
 		}
 		return fmt.Sprintf("%s %s", quoted(s), why), example, false
-	}
-	gbps, err := strconv.ParseFloat(m[2], 64)
-	if err != nil || gbps <= 0 {
-		// ParseFloat cannot fail on the grammar's digits short of overflow,
-		// which ParseFloat reports as an error with ±Inf.
+	case errors.Is(err, bandwidth.ErrImplausible):
+		return fmt.Sprintf("%s is %v", quoted(s), err), example, false
+	case err != nil:
 		return fmt.Sprintf("%s is not a positive bandwidth", quoted(s)), example, false
 	}
-	r.floorOp, r.floorGbps = cmp.Or(m[1], defaultFloorOp), gbps
+	r.floorOp, r.floorGbps = op, gbps
 	return "", "", true
 }
 
@@ -298,7 +289,7 @@ func checkGKE(d *decoder, r *Recipe, path string) {
 		}
 		at := locateBinding(ie, bs, listPath, claimed)
 		claimed[at] = true
-		e := d.add(at, rebase(strings.TrimSpace(ie.Entry+" "+ie.Problem), listPath), rebase(ie.Fix, listPath))
+		e := d.add(at, rebase(strings.TrimSpace(ie.Path+" "+ie.Problem), listPath), rebase(ie.Fix, listPath))
 		e.Err = ie
 	}
 }
@@ -352,7 +343,7 @@ func locateBinding(ie *interfaces.Error, bs []interfaces.Binding, listPath strin
 		}
 		return p
 	}
-	switch m, refs := bindingRef.FindStringSubmatch(ie.Entry), bindingRef.FindAllStringSubmatch(ie.Problem, -1); {
+	switch m, refs := bindingRef.FindStringSubmatch(ie.Path), bindingRef.FindAllStringSubmatch(ie.Problem, -1); {
 	case m != nil:
 		if idx, err := strconv.Atoi(m[1]); err == nil && idx < len(bs) {
 			return at(idx)
@@ -361,10 +352,10 @@ func locateBinding(ie *interfaces.Error, bs []interfaces.Binding, listPath strin
 		if idx, err := strconv.Atoi(refs[1][1]); err == nil && idx < len(bs) {
 			return at(idx)
 		}
-	case ie.Entry != "":
+	case ie.Path != "":
 		first := -1
 		for i, b := range bs {
-			if ie.Entry != b.Interface && ie.Entry != strconv.Quote(b.Interface) {
+			if ie.Path != b.Interface && ie.Path != strconv.Quote(b.Interface) {
 				continue
 			}
 			if !claimed[at(i)] {

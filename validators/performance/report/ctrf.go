@@ -16,12 +16,19 @@ import (
 	"github.com/tcpxogen/tcpxogen/validators/performance/busbw"
 )
 
+// File and ChartFile are the names of the report and the chart in an output
+// directory, for every command that writes them (nccl-report, validate).
+const (
+	File      = "nccl-report.ctrf.json"
+	ChartFile = "nccl-busbw.svg"
+)
+
 // Context is what the log cannot say about itself: where the benchmarked
 // runtime came from, what the validator did to the trainer, and the versions
 // of record.
 type Context struct {
-	// RuntimeSource is the result's provenance class (DESIGN.md, "Result
-	// provenance"): shipped, validator or user. Empty means nobody recorded
+	// RuntimeSource is the result's provenance class (docs/design.md,
+	// "Recipe-driven validation policy"): shipped, validator or user. Empty means nobody recorded
 	// it (an offline evaluation of a captured log) and is reported as
 	// "unknown", never guessed.
 	RuntimeSource string

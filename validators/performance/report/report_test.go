@@ -340,7 +340,10 @@ func TestCTRFDeterministic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := CTRF(v, l, ctx)
+	b, err := CTRF(v, l, ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !bytes.Equal(a, b) {
 		t.Fatal("two renderings differ")
 	}

@@ -36,7 +36,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tcpxogen/tcpxogen/bom"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/extract"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/imagefs"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/imagesource"
@@ -410,7 +409,7 @@ func report(size, base int64, r map[string]measurement) error {
 	return nil
 }
 
-func findRoot() (string, error) { return cli.RepoRoot("") }
+func findRoot() (string, error) { return bom.ResolveRoot("") }
 
 // peakRSSKB reads this process's resident-set high-water mark. getrusage's
 // ru_maxrss survives execve, so in a spawned child it reports the parent's

@@ -5,7 +5,9 @@ package checkcmd
 import (
 	"context"
 	"errors"
+	"path/filepath"
 
+	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/coupling"
 )
@@ -30,7 +32,7 @@ func run(ctx context.Context, args []string, s cli.Streams) error {
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	r, err := cli.RepoRoot(*root)
+	r, err := bom.ResolveRoot(*root)
 	if err != nil {
 		return cli.BadInput("%w", err)
 	}
@@ -44,8 +46,23 @@ func run(ctx context.Context, args []string, s cli.Streams) error {
 		rep = coupling.Run(ctx, r, opts)
 	}
 	rep.Write(s.Out, name)
+	if err := dataFilesLoad(r); err != nil {
+		// The checks that could run are reported above; a data file that
+		// does not parse is the user's input to fix, as extract says (exit 2).
+		return cli.BadInput("%w", err)
+	}
 	if rep.Failed() {
 		return errFailed
 	}
 	return nil
+}
+
+// dataFilesLoad loads the three data files every check reads, reporting the
+// first problem of each that does not.
+func dataFilesLoad(root string) error {
+	at := func(rel string) string { return filepath.Join(root, filepath.FromSlash(rel)) }
+	_, berr := bom.Load(at(bom.RepoPath))
+	_, rerr := bom.LoadReleases(at(bom.ReleasesRepoPath))
+	_, oerr := bom.LoadOverrides(at(bom.OverridesRepoPath))
+	return errors.Join(berr, rerr, oerr)
 }

@@ -15,9 +15,11 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/coupling"
 	"github.com/tcpxogen/tcpxogen/validators/realize"
+	"github.com/tcpxogen/tcpxogen/validators/wiring"
 )
 
 func runCheck(t *testing.T, args ...string) (int, string) {
@@ -35,12 +37,40 @@ func TestCheckRealTree(t *testing.T) {
 	}
 }
 
+// A tree whose data files load but whose other files are missing fails its
+// checks (exit 1); a tree whose data files are missing or malformed is bad
+// input (exit 2), as extract says, after the report of what could run.
 func TestCheckBrokenTreeExits1(t *testing.T) {
 	root := t.TempDir()
-	os.WriteFile(filepath.Join(root, "go.mod"), []byte("module github.com/tcpxogen/tcpxogen\n"), 0o644)
+	if err := os.WriteFile(filepath.Join(root, "go.mod"), []byte("module github.com/tcpxogen/tcpxogen\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	code, out := runCheck(t, "--root", root)
-	if code != cli.ExitFailure || !strings.Contains(out, "FAIL") || !strings.Contains(out, "cannot run") {
-		t.Fatalf("exit %d:\n%s", code, out)
+	if code != cli.ExitUsage || !strings.Contains(out, "FAIL") || !strings.Contains(out, "cannot run") || !strings.Contains(out, "bom.yaml") {
+		t.Fatalf("no data files: exit %d, want 2:\n%s", code, out)
+	}
+	if err := os.Mkdir(filepath.Join(root, "bom"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range []string{bom.RepoPath, bom.ReleasesRepoPath, bom.OverridesRepoPath} {
+		data, err := os.ReadFile(filepath.Join("..", "..", "..", "..", filepath.FromSlash(rel)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, filepath.FromSlash(rel)), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out = runCheck(t, "--root", root)
+	if code != cli.ExitFailure || !strings.Contains(out, "cannot run") {
+		t.Fatalf("data files only: exit %d, want 1:\n%s", code, out)
+	}
+	if err := os.WriteFile(filepath.Join(root, filepath.FromSlash(bom.RepoPath)), []byte("images: [\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out = runCheck(t, "--root", root)
+	if code != cli.ExitUsage || !strings.Contains(out, "bom.yaml:") {
+		t.Fatalf("malformed BOM: exit %d, want 2:\n%s", code, out)
 	}
 }
 
@@ -101,7 +131,7 @@ func TestCheckTrainJob(t *testing.T) {
 			"FAIL  resource lost: limits nvidia.com/gpu (8 -> <none>)", "FAIL  env overridden: env NCCL_SOCKET_IFNAME (eth0 -> eth1)",
 			"would lose the GPUDirect-TCPXO fabric",
 		}},
-		{file: "trainjob-patch-resources.yaml", code: cli.ExitFailure, want: []string{"FAIL  schema: pruned", "resources", "vanishes silently"}},
+		{file: "trainjob-patch-resources.yaml", code: cli.ExitFailure, want: []string{"FAIL  schema: line 22: pruned", "resources", "vanishes silently"}},
 		{
 			// Issue 4076's shape: wiring intact, no rendezvous, on every version.
 			file: "trainjob-bare.yaml", code: cli.ExitFailure,
@@ -173,11 +203,11 @@ func TestCheckTrainJob(t *testing.T) {
 
 // changeVocabulary is every Change.What, as a line about a change starts.
 var changeVocabulary = []string{
-	realize.AnnotationLost, realize.AnnotationChanged, realize.AnnotationAdded,
-	realize.InitContainerLost, realize.InitContainerChanged, realize.InitContainerAdded,
-	realize.VolumeLost, realize.VolumeChanged, realize.VolumeAdded, realize.NodeContainerLost,
-	realize.EnvLost, realize.EnvOverridden, realize.EnvAdded, realize.MountLost, realize.MountChanged, realize.MountAdded,
-	realize.CapabilityLost, realize.CapabilityAdded, realize.ResourceLost, realize.ResourceChanged, realize.ResourceAdded,
+	wiring.AnnotationLost, wiring.AnnotationChanged, wiring.AnnotationAdded,
+	wiring.InitContainerLost, wiring.InitContainerChanged, wiring.InitContainerAdded,
+	wiring.VolumeLost, wiring.VolumeChanged, wiring.VolumeAdded, wiring.NodeContainerLost,
+	wiring.EnvLost, wiring.EnvOverridden, wiring.EnvAdded, wiring.MountLost, wiring.MountChanged, wiring.MountAdded,
+	wiring.CapabilityLost, wiring.CapabilityAdded, wiring.ResourceLost, wiring.ResourceChanged, wiring.ResourceAdded,
 }
 
 var summaryRE = regexp.MustCompile(`^(\[doc \d+ [^]]+\]) +trainer [^:]+: (\d+) wiring change\(s\) listed above`)
@@ -286,11 +316,11 @@ func TestCheckTrainJobBadInput(t *testing.T) {
 		"no file":             {[]string{"trainjob"}, ""},
 		"missing file":        {[]string{"trainjob", filepath.Join(dir, "nope.yaml")}, "nope.yaml"},
 		"empty file":          {[]string{"trainjob", write("empty.yaml", "# nothing\n")}, "holds no YAML document"},
-		"other runtime":       {[]string{"trainjob", write("other.yaml", otherRuntime)}, "document 1 (TrainJob \"x\") references ClusterTrainingRuntime \"torch-distributed\""},
+		"other runtime":       {[]string{"trainjob", write("other.yaml", otherRuntime)}, "document 1 (TrainJob \"x\") references \"ClusterTrainingRuntime\" \"torch-distributed\""},
 		"not a job":           {[]string{"trainjob", write("pod.yaml", pod)}, "document 1 is a \"Pod\""},
 		"pod after a job":     {[]string{"trainjob", write("job-pod.yaml", string(good)+"---\n"+pod)}, "document 2 is a \"Pod\""},
 		"runtime after jobs":  {[]string{"trainjob", write("job-other.yaml", string(good)+"---\n"+strings.ReplaceAll(string(good), "name: llama", "name: llama-2")+"---\n"+otherRuntime)}, "document 3 (TrainJob \"x\")"},
-		"TrainingRuntime ref": {[]string{"trainjob", write("kind.yaml", strings.Replace(string(good), "name: torch-distributed-tcpxo", "{name: torch-distributed-tcpxo, kind: TrainingRuntime}", 1))}, "references TrainingRuntime"},
+		"TrainingRuntime ref": {[]string{"trainjob", write("kind.yaml", strings.Replace(string(good), "name: torch-distributed-tcpxo", "{name: torch-distributed-tcpxo, kind: TrainingRuntime}", 1))}, "references \"TrainingRuntime\""},
 		"not YAML":            {[]string{"trainjob", write("bad.yaml", "kind: [\n")}, "bad.yaml"},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 
@@ -13,11 +12,14 @@ import (
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
+	"github.com/tcpxogen/tcpxogen/internal/excerpt"
 	"github.com/tcpxogen/tcpxogen/internal/fabric"
+	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 	"github.com/tcpxogen/tcpxogen/validators/realize"
 	"github.com/tcpxogen/tcpxogen/validators/schema"
+	"github.com/tcpxogen/tcpxogen/validators/wiring"
 )
 
 // lintTrainJob realizes every TrainJob document of a file against the
@@ -33,7 +35,7 @@ func lintTrainJob(ctx context.Context, args []string, s cli.Streams) error {
 		return err
 	}
 	name := fs.Arg(0)
-	data, err := os.ReadFile(name)
+	data, err := inputfile.Read(name, inputfile.Spec{What: "TrainJob file", Max: inputfile.MaxTrainJob})
 	if err != nil {
 		return cli.BadInput("%w", err)
 	}
@@ -45,8 +47,12 @@ func lintTrainJob(ctx context.Context, args []string, s cli.Streams) error {
 	if err != nil {
 		return cli.BadInput("%s: %w", name, err)
 	}
-	docs, err := trainJobDocs(name, reports)
+	lines := locate(data)
+	docs, err := trainJobDocs(name, reports, lines)
 	if err != nil {
+		return err
+	}
+	if err := refuseRejected(s.Out, name, docs, lines); err != nil {
 		return err
 	}
 	rt, err := runtimes.Shipped()
@@ -55,7 +61,7 @@ func lintTrainJob(ctx context.Context, args []string, s cli.Streams) error {
 	}
 	var failed []string
 	for _, d := range docs {
-		reasons, err := lintDoc(ctx, s.Out, rt, d)
+		reasons, err := lintDoc(ctx, s.Out, rt, d, lines)
 		if err != nil {
 			return fmt.Errorf("%s document %d: %w", name, d.report.Document, err)
 		}
@@ -67,6 +73,79 @@ func lintTrainJob(ctx context.Context, args []string, s cli.Streams) error {
 		return fmt.Errorf("%s: %d of %d TrainJob document(s) fail: %s", name, len(failed), len(docs), strings.Join(failed, "; "))
 	}
 	return nil
+}
+
+// maxFindingsShown bounds the schema findings printed per document: a file
+// with 200,000 invalid env entries would otherwise print 200,000 lines.
+const maxFindingsShown = 20
+
+// refuseRejected stops before any realization when the API server would
+// reject a document: such a TrainJob is never created, so there is no pod
+// to judge, and realizing it anyway cost minutes on a 200,000-entry env
+// list the schema had already refused ("at most 128"). The file is bad
+// input (exit 2), as a file of a non-TrainJob is: the user fixes the
+// document before anything can be judged. Pruned fields are not a
+// rejection: the object is created without them, and realizing what remains
+// shows what that loses (exit 1).
+func refuseRejected(w io.Writer, name string, docs []trainJobDoc, lines docLines) error {
+	var rejected []string
+	for _, d := range docs {
+		why := rejections(d.report.Findings)
+		if len(why) == 0 {
+			continue
+		}
+		p := printer{w: w, prefix: d.label()}
+		for _, f := range why[:min(len(why), maxFindingsShown)] {
+			p.line("FAIL", "schema: %s%s (the API server rejects the TrainJob)", lines.at(d.report.Document, f.Path), f)
+		}
+		if n := len(why) - maxFindingsShown; n > 0 {
+			p.line("", "... and %d more schema finding(s)", n)
+		}
+		rejected = append(rejected, fmt.Sprintf("%s %d schema finding(s)", d.label(), len(why)))
+	}
+	if len(rejected) == 0 {
+		return nil
+	}
+	return cli.BadInput("%s: the API server would reject %d of %d TrainJob document(s) (%s); nothing was realized: fix the findings above first",
+		name, len(rejected), len(docs), strings.Join(rejected, "; "))
+}
+
+// rejections returns the findings for which the API server refuses the
+// object.
+func rejections(findings []schema.Finding) []schema.Finding {
+	var why []schema.Finding
+	for _, f := range findings {
+		if rejects(f) {
+			why = append(why, f)
+		}
+	}
+	return why
+}
+
+// findingList joins findings for one message, at most maxFindingsShown.
+func findingList(doc int, fs []schema.Finding, lines docLines) string {
+	parts := make([]string, 0, min(len(fs), maxFindingsShown)+1)
+	for _, f := range fs[:min(len(fs), maxFindingsShown)] {
+		parts = append(parts, lines.at(doc, f.Path)+f.String())
+	}
+	if n := len(fs) - maxFindingsShown; n > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more", n))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// rejects reports whether the API server refuses the object for f, rather
+// than dropping a field (pruned) or warning.
+func rejects(f schema.Finding) bool {
+	switch f.Kind {
+	case schema.FindingInvalid, schema.FindingUnknownKind:
+		return true
+	case schema.FindingWebhook:
+		// The schema proof reports the webhook's warnings as findings
+		// whose detail starts "warning: "; its errors are rejections.
+		return !strings.HasPrefix(f.Detail, "warning: ")
+	}
+	return false
 }
 
 // trainJobDoc is one TrainJob document of the file, as the API server
@@ -85,7 +164,7 @@ func (d trainJobDoc) label() string {
 // trainJobDocs decodes every document, refusing the file (exit 2) if any
 // is not a TrainJob of the shipped runtime: judging only some of a file's
 // documents would pass what the rest loses.
-func trainJobDocs(name string, reports []schema.Report) ([]trainJobDoc, error) {
+func trainJobDocs(name string, reports []schema.Report, lines docLines) ([]trainJobDoc, error) {
 	if len(reports) == 0 {
 		return nil, cli.BadInput("%s holds no YAML document", name)
 	}
@@ -94,19 +173,25 @@ func trainJobDocs(name string, reports []schema.Report) ([]trainJobDoc, error) {
 	for _, r := range reports {
 		gv, err := k8sschema.ParseGroupVersion(r.APIVersion)
 		if err != nil || gv.WithKind(r.Kind).GroupKind() != want {
-			return nil, cli.BadInput("%s document %d is a %q of apiVersion %q, not a TrainJob (%s): this lint checks TrainJobs of the shipped runtime", name, r.Document, r.Kind, r.APIVersion, trainer.SchemeGroupVersion)
+			return nil, cli.BadInput("%s document %d is a %s of apiVersion %s, not a TrainJob (%s): this lint checks TrainJobs of the shipped runtime", name, r.Document, excerpt.Quote(r.Kind), excerpt.Quote(r.APIVersion), trainer.SchemeGroupVersion)
 		}
 		if r.Defaulted == nil {
 			return nil, cli.BadInput("%s document %d cannot be read as a TrainJob: %v", name, r.Document, r.Err())
 		}
 		var job trainer.TrainJob
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(r.Defaulted.Object, &job); err != nil {
+			// The converter speaks in Go types ("unrecognized type:
+			// int32"); the schema proof already said which field is wrong
+			// and how, in the API server's words.
+			if why := rejections(r.Findings); len(why) > 0 {
+				return nil, cli.BadInput("%s document %d cannot be read as a TrainJob: %s", name, r.Document, findingList(r.Document, why, lines))
+			}
 			return nil, cli.BadInput("%s document %d cannot be read as a TrainJob: %w", name, r.Document, err)
 		}
 		ref := job.Spec.RuntimeRef
 		if ref.Name != runtimes.RuntimeName || ptr.Deref(ref.Kind, trainer.ClusterTrainingRuntimeKind) != trainer.ClusterTrainingRuntimeKind {
-			return nil, cli.BadInput("%s document %d (TrainJob %q) references %s %q, not ClusterTrainingRuntime %s: this lint checks TrainJobs of the shipped runtime",
-				name, r.Document, job.Name, ptr.Deref(ref.Kind, trainer.ClusterTrainingRuntimeKind), ref.Name, runtimes.RuntimeName)
+			return nil, cli.BadInput("%s document %d (TrainJob %s) references %s %s, not ClusterTrainingRuntime %s: this lint checks TrainJobs of the shipped runtime",
+				name, r.Document, excerpt.Quote(job.Name), excerpt.Quote(ptr.Deref(ref.Kind, trainer.ClusterTrainingRuntimeKind)), excerpt.Quote(ref.Name), runtimes.RuntimeName)
 		}
 		docs = append(docs, trainJobDoc{report: r, job: &job})
 	}
@@ -115,20 +200,23 @@ func trainJobDocs(name string, reports []schema.Report) ([]trainJobDoc, error) {
 
 // lintDoc prints one document's verdict lines and returns why it fails
 // (nothing when it passes).
-func lintDoc(ctx context.Context, w io.Writer, rt *trainer.ClusterTrainingRuntime, d trainJobDoc) ([]string, error) {
+func lintDoc(ctx context.Context, w io.Writer, rt *trainer.ClusterTrainingRuntime, d trainJobDoc, lines docLines) ([]string, error) {
 	p := printer{w: w, prefix: d.label()}
 	var reasons []string
-	for _, f := range d.report.Findings {
-		p.line("FAIL", "schema: %s (the API server would drop or reject this; on a cluster it vanishes silently)", f)
+	for _, f := range d.report.Findings[:min(len(d.report.Findings), maxFindingsShown)] {
+		p.line("FAIL", "schema: %s%s (the API server would drop or reject this; on a cluster it vanishes silently)", lines.at(d.report.Document, f.Path), f)
+	}
+	if n := len(d.report.Findings) - maxFindingsShown; n > 0 {
+		p.line("", "... and %d more schema finding(s)", n)
 	}
 	if n := len(d.report.Findings); n > 0 {
 		reasons = append(reasons, fmt.Sprintf("has %d schema finding(s)", n))
 	}
-	tpl, err := realize.RuntimePodTemplate(rt, runtimes.NodeContainer)
+	tpl, err := wiring.RuntimePodTemplate(rt, runtimes.NodeContainer)
 	if err != nil {
 		return nil, err
 	}
-	rules := runtimes.GeneratedPins().RulesFor(realize.WiringOf(tpl, runtimes.NodeContainer).NodeEnv)
+	rules := runtimes.RulesFor(runtimes.GeneratedFacts(), wiring.Of(tpl, runtimes.NodeContainer).NodeEnv)
 	v, err := realize.Lint(ctx, rt, d.job, rules)
 	if err != nil {
 		return nil, fmt.Errorf("realize against %s: %w", runtimes.RuntimeName, err)
@@ -144,7 +232,7 @@ func lintDoc(ctx context.Context, w io.Writer, rt *trainer.ClusterTrainingRuntim
 			fatal++
 		case c.Severity == fabric.Warning:
 			p.line("warn", "%s: %s", c.Change, c.Reason)
-		case c.What == realize.EnvOverridden:
+		case c.What == wiring.EnvOverridden:
 			p.line("note", "%s: your value wins over the runtime's (%s)", c.Change, c.Reason)
 		default:
 			p.line("ok", "%s: %s", c.Change, c.Reason)

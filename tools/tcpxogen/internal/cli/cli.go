@@ -1,5 +1,7 @@
-// Package cli implements tcpxogen's subcommands. Each is a function of its
-// arguments and streams, so tests drive the real command in-process.
+// Package cli is the framework of tcpxogen's subcommands: dispatch, flags,
+// exit codes and the flags' shared defaults. Each subcommand lives in its own
+// package (extractcmd, rendercmd, ...) as a function of its arguments and
+// streams, so tests drive the real command in-process.
 package cli
 
 import (
@@ -7,11 +9,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"sort"
+	"path/filepath"
+	"slices"
 
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
+
+	"github.com/tcpxogen/tcpxogen/internal/atomicfile"
+	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 )
 
 // Exit codes: the contract scripts and the Makefile rely on.
@@ -36,20 +43,15 @@ type Command struct {
 // Commands maps subcommand names to implementations.
 type Commands map[string]Command
 
-// Extract is the command set that links nothing compiled against
-// generated/: it must keep working when the generated file is missing or
-// hand-broken, because it is what regenerates it.
-func Extract() Commands {
-	return Commands{"extract": {"read the pinned installer image and emit generated/tcpxo", runExtract}}
-}
-
 // Main runs one subcommand of commands and returns the process exit code.
 func Main(ctx context.Context, args []string, s Streams, commands Commands) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
 		usage(s.Err, commands)
-		if len(args) == 0 {
-			return ExitUsage
-		}
+		return ExitUsage
+	}
+	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		// Asked-for help is the output: stdout, so it pipes into a pager.
+		usage(s.Out, commands)
 		return ExitOK
 	}
 	cmd, ok := commands[args[0]]
@@ -58,7 +60,13 @@ func Main(ctx context.Context, args []string, s Streams, commands Commands) int 
 		usage(s.Err, commands)
 		return ExitUsage
 	}
-	err := cmd.Run(ctx, args[1:], s)
+	out := &watchedWriter{w: s.Out}
+	err := cmd.Run(ctx, args[1:], Streams{Out: out, Err: s.Err})
+	if err == nil && out.err != nil {
+		// A report that did not reach its reader is not a pass: `check >
+		// /dev/full` must not exit 0.
+		err = fmt.Errorf("writing the output: %w", out.err)
+	}
 	switch {
 	case err == nil:
 		return ExitOK
@@ -66,21 +74,39 @@ func Main(ctx context.Context, args []string, s Streams, commands Commands) int 
 		return ExitOK
 	}
 	fmt.Fprintf(s.Err, "tcpxogen %s: %v\n", args[0], err)
-	var ue usageError
-	if errors.As(err, &ue) {
+	if isBadInput(err) {
 		return ExitUsage
 	}
 	return ExitFailure
 }
 
+// isBadInput reports whether err is the user's to fix (exit 2): marked so by
+// the command, or a file input or output target the helpers refused, which
+// every command reports the same way whether or not it marked it.
+func isBadInput(err error) bool {
+	var ue usageError
+	var ie *inputfile.Error
+	return errors.As(err, &ue) || errors.Is(err, atomicfile.ErrRefused) || errors.As(err, &ie)
+}
+
+// watchedWriter remembers the first write error, so a command that ignores
+// Fprintf's result still fails when its output is lost.
+type watchedWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (w *watchedWriter) Write(p []byte) (int, error) {
+	n, err := w.w.Write(p)
+	if err != nil && w.err == nil {
+		w.err = err
+	}
+	return n, err
+}
+
 func usage(w io.Writer, commands Commands) {
 	fmt.Fprintln(w, "Usage: tcpxogen COMMAND [flags]\n\nCommands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(commands)) {
 		fmt.Fprintf(w, "  %-12s %s\n", n, commands[n].Summary)
 	}
 	fmt.Fprintln(w, "\nRun `tcpxogen COMMAND --help` for a command's flags.\nExit status: 0 ok, 1 failure, 2 bad usage or bad input.")
@@ -99,9 +125,17 @@ func BadInput(format string, a ...any) error { return usageError{fmt.Errorf(form
 // every subcommand.
 func NewFlags(name, synopsis string, s Streams) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
-	fs.SetOutput(s.Err)
+	// With ContinueOnError pflag prints nothing on a parse error (Main
+	// prints the error) and calls Usage only for -h/--help: asked-for help,
+	// which is the command's output and goes to stdout.
+	fs.SetOutput(s.Out)
 	fs.Usage = func() {
-		fmt.Fprintf(s.Err, "Usage: tcpxogen %s\n\nFlags:\n", synopsis)
+		fmt.Fprintf(s.Out, "Usage: tcpxogen %s\n\n", synopsis)
+		if !fs.HasAvailableFlags() {
+			fmt.Fprintln(s.Out, "Flags: none besides -h, --help.")
+			return
+		}
+		fmt.Fprintln(s.Out, "Flags:")
 		fs.PrintDefaults()
 	}
 	return fs
@@ -129,8 +163,19 @@ func ParseArgs(fs *pflag.FlagSet, args []string, n int, what string) error {
 	return BadInput("want %s, got %d argument(s)", what, fs.NArg())
 }
 
-// isTerminal reports whether w is a terminal; progress is only for humans.
-func isTerminal(w io.Writer) bool {
+// IsTerminal reports whether w is a terminal; progress is only for humans.
+func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// DefaultCacheDir honours TCPXOGEN_CACHE_DIR, then the user cache directory.
+func DefaultCacheDir() string {
+	if d := os.Getenv("TCPXOGEN_CACHE_DIR"); d != "" {
+		return d
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "tcpxogen")
+	}
+	return ""
 }

@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -21,14 +19,15 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/internal/fabric"
+	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/emit"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/extract"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/factpins"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/goldens"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/imagesource"
 	"github.com/tcpxogen/tcpxogen/validators/performance/derive"
+	"github.com/tcpxogen/tcpxogen/validators/wiring"
 )
 
 const regenerate = "run `go generate ./...` and commit the result"
@@ -158,9 +157,12 @@ func checkImages(_ context.Context, t *Tree) Result {
 	imgs := manifestImages(t.Manifests)
 	for _, im := range imgs {
 		role, known := byRepo[repository(im.ref)]
+		_, notPinned := bom.ParsePinned(im.ref)
 		switch {
-		case !strings.Contains(im.ref, "@sha256:"):
-			problems = append(problems, fmt.Sprintf("%s %s: %q is not pinned by digest", im.file, im.where, im.ref))
+		case known && im.ref == role.Image.Reference:
+			// The BOM's own pin, which may be digest-only with a source.
+		case notPinned != nil:
+			problems = append(problems, fmt.Sprintf("%s %s: not pinned by digest: %v", im.file, im.where, notPinned))
 		case !known:
 			problems = append(problems, fmt.Sprintf("%s %s: %q is no BOM role's image (a stray pin)", im.file, im.where, im.ref))
 		case im.ref != role.Image.Reference:
@@ -221,7 +223,7 @@ func checkShippedEnv(_ context.Context, t *Tree) Result {
 	if r := need(files, t.GeneratedErr, t.OverridesErr, t.ReleasesErr); r != nil {
 		return *r
 	}
-	in := &runtimes.Inputs{Pins: factpins.FromFacts(t.Generated), Releases: t.Releases, Overrides: t.Overrides}
+	in := &runtimes.Inputs{Facts: *t.Generated, Releases: t.Releases, Overrides: t.Overrides}
 	want, err := in.WorkerEnv(runtimes.ProfileDefault)
 	if err != nil {
 		return fail(files, "delete or update the stale override in "+bom.OverridesRepoPath, "%v", err)
@@ -230,7 +232,11 @@ func checkShippedEnv(_ context.Context, t *Tree) Result {
 	if err != nil {
 		return fail(files, regenerate, "%v", err)
 	}
-	if diffs := envDiff(want, nodeEnv(pod)); len(diffs) > 0 {
+	var diffs []string
+	for _, c := range wiring.DiffEnv(want, nodeEnv(pod)) {
+		diffs = append(diffs, c.String())
+	}
+	if len(diffs) > 0 {
 		return fail(files, "never edit the golden: record a reviewed override in "+bom.OverridesRepoPath+" and "+regenerate,
 			"%s node env differs from profile+overrides: %s", runtimes.GoldenRuntime, strings.Join(diffs, "; "))
 	}
@@ -247,20 +253,20 @@ func checkKeepsFabric(_ context.Context, t *Tree) Result {
 	if r := need(files, t.GeneratedErr, t.OverridesErr, t.ReleasesErr); r != nil {
 		return *r
 	}
-	pins := factpins.FromFacts(t.Generated)
-	in := &runtimes.Inputs{Pins: pins, Releases: t.Releases, Overrides: t.Overrides}
+	in := &runtimes.Inputs{Facts: *t.Generated, Releases: t.Releases, Overrides: t.Overrides}
 	var fatal, warnings []string
 	enforced := 0
-	for _, profile := range slices.Sorted(maps.Keys(pins.Profiles)) {
+	for _, profile := range facts.Profiles {
 		shipped, err := in.WorkerEnv(profile)
 		if err != nil {
 			return fail(files, "delete or update the stale override in "+bom.OverridesRepoPath, "%v", err)
 		}
-		prof := make([]corev1.EnvVar, 0, len(pins.Profiles[profile]))
-		for _, v := range pins.Profiles[profile] {
+		vars, _ := t.Generated.Profile(profile)
+		prof := make([]corev1.EnvVar, 0, len(vars))
+		for _, v := range vars {
 			prof = append(prof, corev1.EnvVar{Name: v.Name, Value: v.Value})
 		}
-		rules := pins.GuestRules[profile]
+		rules := t.Generated.GuestRules(profile)
 		for _, r := range rules {
 			if r.Policy == guestconfig.Enforced {
 				enforced++
@@ -279,37 +285,11 @@ func checkKeepsFabric(_ context.Context, t *Tree) Result {
 		return fail(files, "remove or correct the override in "+bom.OverridesRepoPath+" (a reason cannot make a fabric-losing change safe), then "+regenerate,
 			"%s", strings.Join(fatal, "; "))
 	}
-	msg := fmt.Sprintf("%d profiles keep %d enforced guest-config rules and every fabric setting", len(pins.Profiles), enforced)
+	msg := fmt.Sprintf("%d profiles keep %d enforced guest-config rules and every fabric setting", len(facts.Profiles), enforced)
 	if len(warnings) > 0 {
 		msg += fmt.Sprintf("; %d warning(s): %s", len(warnings), strings.Join(warnings, ", "))
 	}
 	return pass("%s", msg)
-}
-
-// envDiff lists how got differs from want, by name, order included.
-func envDiff(want, got []corev1.EnvVar) []string {
-	value := func(env []corev1.EnvVar) map[string]string {
-		m := map[string]string{}
-		for _, e := range env {
-			m[e.Name] = e.Value
-		}
-		return m
-	}
-	w, g := value(want), value(got)
-	var diffs []string
-	for _, e := range want {
-		if gv, ok := g[e.Name]; !ok {
-			diffs = append(diffs, fmt.Sprintf("%s missing (want %q)", e.Name, e.Value))
-		} else if gv != e.Value {
-			diffs = append(diffs, fmt.Sprintf("%s is %q, want %q", e.Name, gv, e.Value))
-		}
-	}
-	for _, e := range got {
-		if _, ok := w[e.Name]; !ok {
-			diffs = append(diffs, fmt.Sprintf("%s=%q is not in the profile or the overrides", e.Name, e.Value))
-		}
-	}
-	return diffs
 }
 
 func checkProfileFiles(_ context.Context, t *Tree) Result {
@@ -355,7 +335,9 @@ func checkPublishedDifferences(_ context.Context, t *Tree) Result {
 		profile[e.Name] = e.Value
 	}
 	var undecided, differences []string
-	for _, name := range unionKeys(published, profile) {
+	names := slices.AppendSeq(slices.Collect(maps.Keys(published)), maps.Keys(profile))
+	slices.Sort(names)
+	for _, name := range slices.Compact(names) {
 		pv, inPub := published[name]
 		xv, inProf := profile[name]
 		if inPub && inProf && pv == xv {
@@ -379,20 +361,6 @@ func show(v string, ok bool) string {
 		return "unset"
 	}
 	return fmt.Sprintf("%q", v)
-}
-
-func unionKeys(a, b map[string]string) []string {
-	var keys []string
-	for k := range a {
-		keys = append(keys, k)
-	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func checkBenchmarkWiring(_ context.Context, t *Tree) Result {
@@ -473,14 +441,14 @@ func checkReproducible(ctx context.Context, t *Tree) Result {
 	if !bytes.Equal(code, t.GeneratedRaw) {
 		return fail([]string{GeneratedFile}, "never edit generated code: "+regenerate, "%s differs from a fresh extraction of %s (hand-edited or stale)", GeneratedFile, spec.Raw)
 	}
-	in := &runtimes.Inputs{Pins: factpins.FromFacts(t.Generated), BOM: t.BOM, Releases: t.Releases, Overrides: t.Overrides}
+	in := &runtimes.Inputs{Facts: *t.Generated, BOM: t.BOM, Releases: t.Releases, Overrides: t.Overrides}
 	rendered, err := goldens.Render(t.Root, in)
 	if err != nil {
 		return fail(files, regenerate, "render goldens: %v", err)
 	}
 	var stale []string
 	for _, rel := range slices.Sorted(maps.Keys(rendered)) {
-		current, err := os.ReadFile(filepath.Join(t.Root, filepath.FromSlash(rel)))
+		current, err := readSource(filepath.Join(t.Root, filepath.FromSlash(rel)))
 		if err != nil || !bytes.Equal(current, rendered[rel]) {
 			stale = append(stale, rel)
 		}
@@ -598,7 +566,7 @@ func invocationProblem(command, entrypoint []string, script string, mode int) st
 		return fmt.Sprintf("the command execs %s, which the daemon image carries with mode %04o (no exec bit): the container would fail with \"permission denied\"; run it as the image does, %q", script, mode, entrypoint)
 	case command[0] == script:
 		return ""
-	case len(command) > 1 && slices.Contains([]string{"bash", "sh", "/bin/bash", "/bin/sh"}, command[0]) && command[1] == script:
+	case len(command) > 1 && extract.IsInterpreter(command[0]) && command[1] == script:
 		return ""
 	}
 	return fmt.Sprintf("the command %q does not run %s, the script the daemon image's entrypoint %q runs", command, script, entrypoint)

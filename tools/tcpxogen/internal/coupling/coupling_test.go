@@ -12,12 +12,11 @@ import (
 	"testing"
 
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/internal/atomicfile"
 	"github.com/tcpxogen/tcpxogen/runtimes"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/atomicfile"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/docgen"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/emit"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/extract"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/factpins"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/goldens"
 	"github.com/tcpxogen/tcpxogen/validators/performance/derive"
 )
@@ -200,7 +199,7 @@ func regenerateTree(t *testing.T, root string) error {
 	if err != nil {
 		return err
 	}
-	in.Pins = factpins.FromFacts(res.Facts)
+	in.Facts = *res.Facts
 	rendered, err := goldens.Render(root, in)
 	if err != nil {
 		return err
@@ -244,7 +243,7 @@ func TestScenarioHandEditedGolden(t *testing.T) {
 	orig := read(t, root, runtimes.GoldenRuntime)
 	edit(t, root, runtimes.GoldenRuntime, "value: WARN", "value: INFO")
 	rep := check(t, root)
-	assertFails(t, rep, "shipped-env-is-profile-plus-overrides", `NCCL_DEBUG is "INFO", want "WARN"`, runtimes.GoldenRuntime)
+	assertFails(t, rep, "shipped-env-is-profile-plus-overrides", "env overridden: env NCCL_DEBUG (WARN -> INFO)", runtimes.GoldenRuntime)
 	assertFails(t, rep, "generated-output-reproducible", runtimes.GoldenRuntime)
 	write(t, root, runtimes.GoldenRuntime, orig)
 	assertPasses(t, check(t, root))
@@ -409,6 +408,8 @@ func TestOverrideCannotBreakTheFabric(t *testing.T) {
 		{"socket interface", "  - {name: NCCL_SOCKET_IFNAME, action: replace, value: eth1, reason: x}\n", []string{"NCCL_SOCKET_IFNAME", "default profile"}},
 		{"enforced protocol", "  - {name: NCCL_PROTO, action: replace, value: LL128, reason: x}\n", []string{"NCCL_PROTO", "enforces"}},
 		{"transport added", "  - {name: NCCL_NET, action: add, value: Socket, reason: x}\n", []string{"NCCL_NET"}},
+		{"GPU NICs removed", "  - {name: NCCL_FASTRAK_IFNAME, action: remove, reason: x}\n", []string{"NCCL_FASTRAK_IFNAME"}},
+		{"enforced removed", "  - {name: NCCL_MIN_NCHANNELS, action: remove, reason: x}\n", []string{"NCCL_MIN_NCHANNELS", "enforces"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := copyRepo(t)

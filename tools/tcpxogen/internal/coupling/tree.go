@@ -3,7 +3,6 @@ package coupling
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 
@@ -11,10 +10,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/internal/facts"
+	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/docgen"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/emit"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/validators/performance/derive"
 )
 
@@ -67,7 +67,7 @@ func Load(root string, opts Options) *Tree {
 	t.BOM, t.BOMErr = bom.Load(at(bom.RepoPath))
 	t.Releases, t.ReleasesErr = bom.LoadReleases(at(bom.ReleasesRepoPath))
 	t.Overrides, t.OverridesErr = bom.LoadOverrides(at(bom.OverridesRepoPath))
-	t.GeneratedRaw, t.GeneratedErr = os.ReadFile(at(GeneratedFile))
+	t.GeneratedRaw, t.GeneratedErr = readSource(at(GeneratedFile))
 	if t.GeneratedErr == nil {
 		t.Generated, t.GeneratedErr = emit.Parse(GeneratedFile, t.GeneratedRaw)
 	}
@@ -87,14 +87,14 @@ func Load(root string, opts Options) *Tree {
 		}
 		t.Manifests = append(t.Manifests, ms...)
 	}
-	t.GoMod, t.GoModErr = os.ReadFile(at("go.mod"))
+	t.GoMod, t.GoModErr = readSource(at("go.mod"))
 	return t
 }
 
 var docSeparator = regexp.MustCompile(`(?m)^---\s*$`)
 
 func loadManifest(path, rel string) (Manifest, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := readSource(path)
 	if err != nil {
 		return Manifest{}, err
 	}
@@ -144,7 +144,7 @@ func (t *Tree) manifest(rel string) *Manifest {
 // after its line, so an image pinned in the documentation is held to the
 // same rule as one in a golden.
 func loadDocExamples(path, rel string) ([]Manifest, error) {
-	page, err := os.ReadFile(path)
+	page, err := readSource(path)
 	if err != nil {
 		return nil, err
 	}
@@ -157,4 +157,11 @@ func loadDocExamples(path, rel string) ([]Manifest, error) {
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// readSource reads a file of the checked tree through the input helper: a
+// FIFO or device where a generated file or golden belongs would otherwise
+// hang the check or exhaust its memory.
+func readSource(path string) ([]byte, error) {
+	return inputfile.Read(path, inputfile.Spec{Max: inputfile.MaxSource})
 }

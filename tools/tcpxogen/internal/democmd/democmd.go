@@ -6,31 +6,42 @@ package democmd
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
+	"maps"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/internal/atomicfile"
+	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 	"github.com/tcpxogen/tcpxogen/runtimes"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/atomicfile"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/coupling"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/emit"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/extract"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/factpins"
 	"github.com/tcpxogen/tcpxogen/validators/realize"
 	"github.com/tcpxogen/tcpxogen/validators/schema"
+	"github.com/tcpxogen/tcpxogen/validators/wiring"
 )
 
 // Commands returns the demo command set.
 func Commands() cli.Commands {
 	return cli.Commands{"demo": {Summary: "run the whole pipeline offline on the bundled reconstruction and summarise it", Run: run}}
 }
+
+// generatedOutput is the demo's copy of the emitted constants. It is not
+// named *.go: out/demo/ lies inside the module, and a Go file there would
+// make `go vet ./...` and `go test ./...` build the demo's output as a
+// package of the repository.
+const generatedOutput = "zz_generated.go.txt"
 
 // state is what the steps hand each other and the summary reads.
 type state struct {
@@ -62,7 +73,7 @@ func run(ctx context.Context, args []string, s cli.Streams) error {
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	r, err := cli.RepoRoot(*root)
+	r, err := bom.ResolveRoot(*root)
 	if err != nil {
 		return cli.BadInput("%w", err)
 	}
@@ -103,10 +114,15 @@ func stepExtract(ctx context.Context, st *state) error {
 	if err != nil {
 		return err
 	}
-	st.files["zz_generated.go"] = code
-	committed, _ := os.ReadFile(filepath.Join(st.root, coupling.GeneratedFile))
+	st.files[generatedOutput] = code
 	same := "matches"
-	if !bytes.Equal(committed, code) {
+	committed, err := inputfile.Read(filepath.Join(st.root, coupling.GeneratedFile), inputfile.Spec{What: "generated file", Max: inputfile.MaxSource})
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		same = "has no counterpart in"
+	case err != nil:
+		return err
+	case !bytes.Equal(committed, code):
 		same = "DIFFERS from"
 	}
 	f, sc := st.res.Facts, st.res.Scan
@@ -123,7 +139,7 @@ func stepRender(_ context.Context, st *state) error {
 	if err != nil {
 		return err
 	}
-	in.Pins = factpins.FromFacts(st.res.Facts)
+	in.Facts = *st.res.Facts
 	st.in = in
 	if st.runtime, err = runtimes.TorchRuntime(in, runtimes.Options{Interfaces: runtimes.ExampleInterfaces()}); err != nil {
 		return err
@@ -184,16 +200,16 @@ func stepRealize(ctx context.Context, st *state) error {
 	if err != nil {
 		return err
 	}
-	rtPod, err := realize.RuntimePodTemplate(st.runtime, runtimes.NodeContainer)
+	rtPod, err := wiring.RuntimePodTemplate(st.runtime, runtimes.NodeContainer)
 	if err != nil {
 		return err
 	}
-	jsPod, err := realize.JobSetPodTemplate(res.JobSet, runtimes.NodeContainer)
+	jsPod, err := wiring.JobSetPodTemplate(res.JobSet, runtimes.NodeContainer)
 	if err != nil {
 		return err
 	}
 	lost := 0
-	for _, c := range realize.Diff(realize.WiringOf(rtPod, runtimes.NodeContainer), realize.WiringOf(jsPod, runtimes.NodeContainer)) {
+	for _, c := range wiring.Diff(wiring.Of(rtPod, runtimes.NodeContainer), wiring.Of(jsPod, runtimes.NodeContainer)) {
 		if !c.IsAddition() {
 			lost++
 		}
@@ -244,5 +260,5 @@ func summary(w io.Writer, st *state) {
 	if err != nil {
 		rel = st.out
 	}
-	fmt.Fprintf(w, "  outputs     %s/ (zz_generated.go, %s.yaml, components.yaml, jobset.yaml, bom-check.txt)\n", rel, runtimes.RuntimeName)
+	fmt.Fprintf(w, "  outputs     %s/ (%s)\n", rel, strings.Join(slices.Sorted(maps.Keys(st.files)), ", "))
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/coupling"
 )
@@ -20,17 +21,40 @@ func TestDemo(t *testing.T) {
 	if code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", code, e.String())
 	}
-	for _, want := range []string{"installer   v1.0.15", "constants   matches the committed", "0 pruned fields", "wiring intact", fmt.Sprintf("%d of %d checks passed", len(coupling.Checks()), len(coupling.Checks())), "SUBSTITUTE"} {
-		if !strings.Contains(o.String(), want) {
-			t.Errorf("summary lacks %q:\n%s", want, o.String())
+	want := []string{"installer   " + tcpxo.PluginVersion, "constants   matches the committed", "0 pruned fields", "wiring intact", fmt.Sprintf("%d of %d checks passed", len(coupling.Checks()), len(coupling.Checks()))}
+	// The committed constants say whether they came from a substitute; the
+	// summary must say the same.
+	if tcpxo.ProvenanceSubstituted {
+		want = append(want, "SUBSTITUTE")
+	}
+	for _, w := range want {
+		if !strings.Contains(o.String(), w) {
+			t.Errorf("summary lacks %q:\n%s", w, o.String())
 		}
 	}
-	for _, f := range []string{"zz_generated.go", "torch-distributed-tcpxo.yaml", "components.yaml", "jobset.yaml", "bom-check.txt"} {
+	for _, f := range []string{generatedOutput, "torch-distributed-tcpxo.yaml", "components.yaml", "jobset.yaml", "bom-check.txt"} {
 		if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() == 0 {
 			t.Errorf("output %s missing or empty: %v", f, err)
 		}
+		if !strings.Contains(o.String(), f) {
+			t.Errorf("summary does not list output %s", f)
+		}
 	}
-	js, _ := os.ReadFile(filepath.Join(out, "jobset.yaml"))
+	// out/demo/ is inside the module: a .go file there would be built by
+	// `go vet ./...` and `go test ./...` as a package of the repository.
+	entries, err := os.ReadDir(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if filepath.Ext(e.Name()) == ".go" {
+			t.Errorf("demo wrote Go source %s; go ./... would build it", e.Name())
+		}
+	}
+	js, err := os.ReadFile(filepath.Join(out, "jobset.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !bytes.Contains(js, []byte("tcpxo-daemon")) || !bytes.Contains(js, []byte("networking.gke.io/interfaces")) {
 		t.Error("the realized JobSet lacks the wiring")
 	}

@@ -7,8 +7,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -27,6 +27,7 @@ type CompatRow struct {
 	Supported      bool              `json:"supported"`
 	Note           string            `json:"note"`
 	Survives       map[string]bool   `json:"survives"`
+	LosesFabric    []string          `json:"losesFabric"`
 	Changes        []string          `json:"changes"`
 	Added          []string          `json:"added"`
 	Observed       map[string]string `json:"observed"`
@@ -87,7 +88,10 @@ func CompatMarkdown(reports []CompatReport) []byte {
 	w("trainer runtime framework, run in-process (`validators/realize`), on trainer %s.\n", strings.Join(versions, " and "))
 	w("\"Wiring intact\" means the multi-network and NRI annotations, the `tcpxo-daemon` sidecar, the volumes\n")
 	w("and the node container's mounts, capabilities, NCCL env and `nvidia.com/gpu: 8` all reach the JobSet.\n")
-	w("Anything else is listed.\n\n")
+	w("\"Lost\" means a change loses the fabric by the decision `tcpxogen check trainjob` makes (`realize.Judge`:\n")
+	w("the fabric rule set over the node env, with the installer's guest config rules); \"fabric kept\" means the\n")
+	w("TrainJob changed what the runtime set in a way the fabric survives (an `NCCL_DEBUG` override, say).\n")
+	w("Every change is listed in the details.\n\n")
 	w("\"Launch ok\" means torchrun in the realized node container would run the job the TrainJob describes: the\n")
 	w("rendezvous variables the torch plugin injects (`PET_NNODES`, `PET_NPROC_PER_NODE`, `PET_NODE_RANK`,\n")
 	w("`PET_MASTER_ADDR`, `PET_MASTER_PORT`) are all set, the processes per node equal the node container's\n")
@@ -136,7 +140,7 @@ func CompatMarkdown(reports []CompatReport) []byte {
 			for _, ch := range row.Changes {
 				w("- %s\n", escape(ch))
 			}
-			for _, k := range sortedKeys(row.Observed) {
+			for _, k := range slices.Sorted(maps.Keys(row.Observed)) {
 				w("- observed %s = `%s`\n", escape(k), row.Observed[k])
 			}
 			if l := row.Launch; l != nil {
@@ -169,20 +173,27 @@ func CompatMarkdown(reports []CompatReport) []byte {
 	return []byte(strings.TrimRight(b.String(), "\n") + "\n")
 }
 
+// verdict is the row's wiring cell. What is lost is decided by the matrix
+// with realize.Judge, the fabric decision check trainjob makes, so a change
+// the fabric survives (an NCCL_DEBUG override) is shown as a change, not as
+// a loss.
 func verdict(row CompatRow) string {
 	if !row.Supported {
 		return "not expressible on this version"
 	}
-	var lost []string
-	for _, k := range sortedKeys(boolsAsStrings(row.Survives)) {
+	if len(row.LosesFabric) > 0 {
+		return "**lost: " + strings.Join(row.LosesFabric, ", ") + "**"
+	}
+	var changed []string
+	for _, k := range slices.Sorted(maps.Keys(row.Survives)) {
 		if !row.Survives[k] {
-			lost = append(lost, k)
+			changed = append(changed, k)
 		}
 	}
-	if len(lost) == 0 {
+	if len(changed) == 0 {
 		return "wiring intact"
 	}
-	return "**lost: " + strings.Join(lost, ", ") + "**"
+	return "fabric kept; changed: " + strings.Join(changed, ", ")
 }
 
 // launchVerdict is the row's launch cell: ok, or which checks fail.
@@ -223,23 +234,6 @@ func find(r CompatReport, c string) (CompatRow, bool) {
 		}
 	}
 	return CompatRow{}, false
-}
-
-func boolsAsStrings(m map[string]bool) map[string]string {
-	out := make(map[string]string, len(m))
-	for k := range m {
-		out[k] = ""
-	}
-	return out
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // escape keeps table cells intact.

@@ -10,19 +10,26 @@ package docgen
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
 	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/validators/linkedtrainer"
 	"github.com/tcpxogen/tcpxogen/validators/realize"
 	"github.com/tcpxogen/tcpxogen/validators/schema"
+	"github.com/tcpxogen/tcpxogen/validators/wiring"
 )
 
 func TestExamples(t *testing.T) {
@@ -38,16 +45,22 @@ func TestExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	upstream := upstreamRuntimes(t)
 	total := 0
 	for _, page := range pages {
 		data, err := os.ReadFile(page)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, b := range YAMLBlocks(data) {
+		blocks := YAMLBlocks(data)
+		known, err := pageRuntimes(v, blocks, shipped, upstream)
+		if err != nil {
+			t.Fatalf("%s: %v", filepath.Base(page), err)
+		}
+		for _, b := range blocks {
 			total++
 			t.Run(fmt.Sprintf("%s:%d", filepath.Base(page), b.Line), func(t *testing.T) {
-				checkBlock(t, v, shipped, b)
+				checkBlock(t, v, known, b)
 			})
 		}
 	}
@@ -56,7 +69,84 @@ func TestExamples(t *testing.T) {
 	}
 }
 
-func checkBlock(t *testing.T, v *schema.Validator, shipped *trainer.ClusterTrainingRuntime, b Block) {
+// runtimeKey names a runtime as a TrainJob's runtimeRef does.
+type runtimeKey struct{ kind, name string }
+
+// knownRuntime is a runtime a TrainJob may reference, with the guest config
+// rules its fabric enforces: the TCPXO rules for the shipped runtime and the
+// page's own, none for upstream's, which carry no GPUDirect wiring (the
+// guide shows them with other clouds' fabrics).
+type knownRuntime struct {
+	obj   client.Object
+	rules []guestconfig.Rule
+}
+
+// pageRuntimes is every runtime a TrainJob of the page may reference: the
+// shipped one, the ones the page itself defines, and the upstream runtimes
+// of the linked trainer release (which a trainer install creates).
+func pageRuntimes(v *schema.Validator, blocks []Block, shipped *trainer.ClusterTrainingRuntime, upstream map[runtimeKey]knownRuntime) (map[runtimeKey]knownRuntime, error) {
+	known := maps.Clone(upstream)
+	known[runtimeKey{trainer.ClusterTrainingRuntimeKind, shipped.Name}] = knownRuntime{shipped, rulesOf(shipped)}
+	for _, b := range blocks {
+		reports, err := v.Validate(b.Content)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", b.Line, err)
+		}
+		for _, r := range reports {
+			if r.Defaulted == nil {
+				continue
+			}
+			var rt client.Object
+			switch r.Defaulted.GetKind() {
+			case trainer.TrainingRuntimeKind:
+				rt = &trainer.TrainingRuntime{}
+			case trainer.ClusterTrainingRuntimeKind:
+				rt = &trainer.ClusterTrainingRuntime{}
+			default:
+				continue
+			}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(r.Defaulted.Object, rt); err != nil {
+				return nil, fmt.Errorf("line %d: %w", b.Line, err)
+			}
+			known[runtimeKey{r.Defaulted.GetKind(), rt.GetName()}] = knownRuntime{rt, rulesOf(rt)}
+		}
+	}
+	return known, nil
+}
+
+// upstreamRuntimes reads the runtimes the linked trainer release ships
+// (manifests/base/runtimes/*.yaml of its module).
+func upstreamRuntimes(t *testing.T) map[runtimeKey]knownRuntime {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	if err != nil {
+		t.Fatalf("go env GOMODCACHE: %v", err)
+	}
+	// The module path is all lower case, so its escaped form is itself.
+	dir := filepath.Join(strings.TrimSpace(string(out)), filepath.FromSlash(linkedtrainer.Module)+"@"+linkedtrainer.Version(), "manifests", "base", "runtimes")
+	files, err := filepath.Glob(filepath.Join(dir, "*_distributed.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no upstream runtimes in %s (%v)", dir, err)
+	}
+	known := map[runtimeKey]knownRuntime{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rt trainer.ClusterTrainingRuntime
+		if err := yaml.UnmarshalStrict(data, &rt); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if rt.Kind != trainer.ClusterTrainingRuntimeKind {
+			t.Fatalf("%s: kind %q, want %s", f, rt.Kind, trainer.ClusterTrainingRuntimeKind)
+		}
+		known[runtimeKey{rt.Kind, rt.Name}] = knownRuntime{obj: &rt}
+	}
+	return known
+}
+
+func checkBlock(t *testing.T, v *schema.Validator, known map[runtimeKey]knownRuntime, b Block) {
 	reports, err := v.Validate(b.Content)
 	if err != nil {
 		t.Fatalf("example does not parse: %v", err)
@@ -69,14 +159,14 @@ func checkBlock(t *testing.T, v *schema.Validator, shipped *trainer.ClusterTrain
 		if r.Defaulted == nil {
 			continue
 		}
-		v, job, err := realizeExample(r.Defaulted.Object, shipped)
+		v, job, err := realizeExample(r.Defaulted.Object, known)
 		if err != nil {
 			t.Fatalf("realize: %v", err)
 		}
 		if v == nil {
 			continue
 		}
-		if job != nil {
+		if job != nil && job.Spec.RuntimeRef.Name == runtimes.RuntimeName {
 			// What the other trainer versions' matrices recorded for a
 			// TrainJob of this shape holds the page's claims about them.
 			key, err := realize.LaunchKey(job)
@@ -121,22 +211,33 @@ func checkBlock(t *testing.T, v *schema.Validator, shipped *trainer.ClusterTrain
 	}
 }
 
-// realizeExample realizes TrainJobs of the shipped runtime against it
-// (and returns the TrainJob, whose shape other trainer versions recorded),
-// and a TrainJob with an empty spec.trainer against any TrainingRuntime
-// (the smallest TrainJob that launches: the example is the runtime, not
-// the job); other kinds have nothing to realize.
-func realizeExample(obj map[string]any, shipped *trainer.ClusterTrainingRuntime) (*realize.Verdict, *trainer.TrainJob, error) {
+// realizeExample realizes a TrainJob against the runtime it references,
+// which must be known (shipped, defined on the same page, or upstream's), and
+// a TrainingRuntime with a TrainJob whose spec.trainer is empty (the smallest
+// TrainJob that launches: the example is the runtime, not the job). It
+// returns the TrainJob, whose shape other trainer versions recorded. Other
+// kinds have nothing to realize.
+func realizeExample(obj map[string]any, known map[runtimeKey]knownRuntime) (*realize.Verdict, *trainer.TrainJob, error) {
 	switch obj["kind"] {
 	case trainer.TrainJobKind:
 		var job trainer.TrainJob
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &job); err != nil {
 			return nil, nil, err
 		}
-		if job.Spec.RuntimeRef.Name != runtimes.RuntimeName {
-			return nil, nil, nil // another runtime (EKS, AKS): the schema proof is the test
+		ref := job.Spec.RuntimeRef
+		rt, ok := known[runtimeKey{ptr.Deref(ref.Kind, trainer.ClusterTrainingRuntimeKind), ref.Name}]
+		if !ok {
+			names := slices.Sorted(func(yield func(string) bool) {
+				for k := range known {
+					if !yield(k.kind + "/" + k.name) {
+						return
+					}
+				}
+			})
+			return nil, nil, fmt.Errorf("TrainJob %s references %s %q, which is neither shipped, defined on this page nor upstream's (known: %s)",
+				job.Name, ptr.Deref(ref.Kind, trainer.ClusterTrainingRuntimeKind), ref.Name, strings.Join(names, ", "))
 		}
-		v, err := realize.Lint(context.Background(), shipped, &job, rulesOf(shipped))
+		v, err := realize.Lint(context.Background(), rt.obj, &job, rt.rules)
 		return v, &job, err
 	case trainer.TrainingRuntimeKind:
 		var rt trainer.TrainingRuntime
@@ -154,9 +255,28 @@ func realizeExample(obj map[string]any, shipped *trainer.ClusterTrainingRuntime)
 // rulesOf is the guest config rules for a runtime's node container, as
 // check trainjob picks them.
 func rulesOf(rt client.Object) []guestconfig.Rule {
-	tpl, err := realize.RuntimePodTemplate(rt, runtimes.NodeContainer)
+	tpl, err := wiring.RuntimePodTemplate(rt, runtimes.NodeContainer)
 	if err != nil {
-		return runtimes.GeneratedPins().GuestRules[runtimes.ProfileDefault]
+		return runtimes.GeneratedFacts().DefaultGuestRules
 	}
-	return runtimes.GeneratedPins().RulesFor(realize.WiringOf(tpl, runtimes.NodeContainer).NodeEnv)
+	return runtimes.RulesFor(runtimes.GeneratedFacts(), wiring.Of(tpl, runtimes.NodeContainer).NodeEnv)
+}
+
+// A TrainJob whose runtimeRef names no runtime the page can know (a typo of
+// the shipped one) is an error, not an example with nothing to check.
+func TestExampleOfUnknownRuntimeFails(t *testing.T) {
+	shipped, err := runtimes.Shipped()
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := map[runtimeKey]knownRuntime{{trainer.ClusterTrainingRuntimeKind, shipped.Name}: {shipped, rulesOf(shipped)}}
+	job := map[string]any{
+		"apiVersion": trainer.GroupVersion.String(), "kind": trainer.TrainJobKind,
+		"metadata": map[string]any{"name": "typo", "namespace": "default"},
+		"spec":     map[string]any{"runtimeRef": map[string]any{"name": shipped.Name + "x"}},
+	}
+	v, _, err := realizeExample(job, known)
+	if err == nil || !strings.Contains(err.Error(), `"`+shipped.Name+`x"`) {
+		t.Fatalf("verdict %v, error %v; want an error naming the unknown runtime", v, err)
+	}
 }

@@ -3,13 +3,13 @@ package docgen
 import (
 	"cmp"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/tcpxogen/tcpxogen/internal/fabric"
+	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 )
 
@@ -43,7 +43,7 @@ func compatPage(root string) ([]byte, error) {
 	}
 	var reports []CompatReport
 	for _, p := range paths {
-		data, err := os.ReadFile(p)
+		data, err := inputfile.Read(p, inputfile.Spec{Max: inputfile.MaxSource})
 		if err != nil {
 			return nil, err
 		}
@@ -76,7 +76,7 @@ const GuideDoc = "docs/tcpxo-workloads.md"
 // guideDoc refreshes the guide's generated sections from the builders: the
 // wiring reference table and the namespaced-runtime example.
 func guidePage(root string, in *runtimes.Inputs) ([]byte, error) {
-	doc, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(GuideDoc)))
+	doc, err := inputfile.Read(filepath.Join(root, filepath.FromSlash(GuideDoc)), inputfile.Spec{Max: inputfile.MaxSource})
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +84,7 @@ func guidePage(root string, in *runtimes.Inputs) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows, err := runtimes.Reference(rt, in.Overrides, in.Pins.PluginVersion)
+	rows, err := runtimes.Reference(rt, in.Overrides, in.Facts.PluginVersion)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +95,7 @@ func guidePage(root string, in *runtimes.Inputs) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if doc, err = Splice(doc, "fabric-rules", FabricRules(fabric.Table(env, in.Pins.GuestRules[runtimes.ProfileDefault]))); err != nil {
+	if doc, err = Splice(doc, "fabric-rules", FabricRules(fabric.Table(env, in.Facts.DefaultGuestRules))); err != nil {
 		return nil, fmt.Errorf("%s: %w", GuideDoc, err)
 	}
 	custom, err := runtimes.Encode(runtimes.FormatYAML, nil, runtimes.Namespaced(rt, "team-a", "torch-tcpxo-team-a"))

@@ -9,7 +9,13 @@ import (
 
 	"github.com/dave/jennifer/jen"
 
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/facts"
+	"github.com/tcpxogen/tcpxogen/internal/facts"
+	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
+)
+
+const (
+	factsPkg       = "github.com/tcpxogen/tcpxogen/internal/facts"
+	guestconfigPkg = "github.com/tcpxogen/tcpxogen/internal/guestconfig"
 )
 
 // Header is the first line of every emitted file; tools and reviewers use it
@@ -25,21 +31,6 @@ func Go(pkg string, f *facts.Facts) ([]byte, error) {
 	file.Comment("Regenerate with `go generate ./...`; change what is pinned in bom/bom.yaml.")
 	file.Line()
 
-	file.Comment("EnvVar is one exported variable of an NCCL env profile.")
-	file.Type().Id("EnvVar").Struct(
-		jen.Id("Name").String(),
-		jen.Id("Value").String(),
-	)
-	file.Line()
-	file.Comment("GuestRule is one env_var rule of the installer's guest config checker. At NCCL")
-	file.Comment("init the plugin aborts or hangs a workload that breaks a POLICY_ENFORCED rule;")
-	file.Comment("a POLICY_RECOMMENDED difference is reported.")
-	file.Type().Id("GuestRule").Struct(
-		jen.Id("Name").String(),
-		jen.Id("Value").String(),
-		jen.Id("Policy").String(),
-	)
-	file.Line()
 	file.Const().Defs(spaced(
 		constDef("PluginVersion", f.PluginVersion, "PluginVersion is the NCCL plugin version of record: the pinned installer",
 			"tag. The plugin compiles its version in as integers; the image carries no", "version string or label."),
@@ -72,6 +63,7 @@ func Go(pkg string, f *facts.Facts) ([]byte, error) {
 	stringsFunc(file, "RefusedCommands", "the external commands the profile sandbox refused, as\n\"profile: command (line N)\": the NIC discovery a non-privileged pod cannot do either", f.Refused)
 	stringsFunc(file, "NormalizedVariables", "the variables whose empty list elements were dropped", f.Normalized)
 	provenance(file, f.Provenance, f.DaemonProvenance)
+	factsFunc(file)
 
 	var buf bytes.Buffer
 	if err := file.Render(&buf); err != nil {
@@ -108,8 +100,8 @@ func envFunc(file *jen.File, name, what string, vars []facts.EnvVar) {
 		items = append(items, jen.Values(jen.Dict{jen.Id("Name"): jen.Lit(v.Name), jen.Id("Value"): jen.Lit(v.Value)}))
 	}
 	file.Commentf("%s returns %s. Each call returns a fresh slice.", name, what)
-	file.Func().Id(name).Params().Index().Id("EnvVar").Block(
-		jen.Return(jen.Index().Id("EnvVar").ValuesFunc(func(g *jen.Group) {
+	file.Func().Id(name).Params().Index().Qual(factsPkg, "EnvVar").Block(
+		jen.Return(jen.Index().Qual(factsPkg, "EnvVar").ValuesFunc(func(g *jen.Group) {
 			for _, it := range items {
 				g.Line().Add(it)
 			}
@@ -121,12 +113,14 @@ func envFunc(file *jen.File, name, what string, vars []facts.EnvVar) {
 	file.Line()
 }
 
-func rulesFunc(file *jen.File, name, what string, rules []facts.GuestRule) {
+// rulesFunc writes the rules as the checker file has them: a rule's line
+// is where the file read has it, not a fact, and is not recorded.
+func rulesFunc(file *jen.File, name, what string, rules []guestconfig.Rule) {
 	file.Commentf("%s returns %s. Each call returns a fresh slice.", name, what)
-	file.Func().Id(name).Params().Index().Id("GuestRule").Block(
-		jen.Return(jen.Index().Id("GuestRule").ValuesFunc(func(g *jen.Group) {
+	file.Func().Id(name).Params().Index().Qual(guestconfigPkg, "Rule").Block(
+		jen.Return(jen.Index().Qual(guestconfigPkg, "Rule").ValuesFunc(func(g *jen.Group) {
 			for _, r := range rules {
-				g.Line().Values(jen.Dict{jen.Id("Name"): jen.Lit(r.Name), jen.Id("Value"): jen.Lit(r.Value), jen.Id("Policy"): jen.Lit(r.Policy)})
+				g.Line().Values(jen.Dict{jen.Id("Name"): jen.Lit(r.Name), jen.Id("Value"): jen.Lit(r.Value), jen.Id("Policy"): jen.Lit(string(r.Policy))})
 			}
 			if len(rules) > 0 {
 				g.Line()
@@ -178,4 +172,40 @@ func provenance(file *jen.File, p facts.Provenance, d facts.ImageProvenance) {
 		constDef("DaemonProvenanceDigest", d.Digest, "DaemonProvenanceDigest is the daemon manifest digest actually read."),
 		constDef("DaemonProvenanceSubstituted", d.Substituted, "DaemonProvenanceSubstituted is true when the daemon image read is not the pinned one."),
 	)...)
+}
+
+// factsFunc writes Facts, which assembles the constants and lists above
+// into the one facts value the builders consume. It is derived from them,
+// so Parse reads the constants and lists, and this needs no data.
+func factsFunc(file *jen.File) {
+	str := func(names ...string) jen.Dict {
+		d := jen.Dict{}
+		for _, n := range names {
+			d[jen.Id(n)] = jen.Id(n)
+		}
+		return d
+	}
+	top := str("PluginVersion", "InstallerImage", "DaemonImage", "DaemonVersion", "NCCLVersion", "LibDir",
+		"PluginFilesComplete", "CUDAVersion", "SSHDPort", "AllReducePerfMPI", "DaemonEntryScript", "DaemonEntryScriptMode")
+	for field, fn := range map[string]string{"DefaultProfile": "DefaultProfile", "SimpleProfile": "SimpleProfile",
+		"DefaultGuestRules": "DefaultGuestRules", "SimpleGuestRules": "SimpleGuestRules", "PluginFiles": "PluginFiles",
+		"InstallerEntrypoint": "InstallerEntrypoint", "Scripts": "Scripts", "DaemonEntrypoint": "DaemonEntrypoint",
+		"Refused": "RefusedCommands", "Normalized": "NormalizedVariables"} {
+		top[jen.Id(field)] = jen.Id(fn).Call()
+	}
+	prov := func(prefix string, fields ...string) jen.Dict {
+		d := jen.Dict{}
+		for _, n := range fields {
+			d[jen.Id(n)] = jen.Id(prefix + n)
+		}
+		return d
+	}
+	top[jen.Id("Provenance")] = jen.Qual(factsPkg, "Provenance").Values(prov("Provenance", "Pinned", "Source", "Kind", "Read", "Digest", "Substituted",
+		"DefaultProfileSHA256", "SimpleProfileSHA256", "DefaultGuestConfigSHA256", "SimpleGuestConfigSHA256"))
+	top[jen.Id("DaemonProvenance")] = jen.Qual(factsPkg, "ImageProvenance").Values(prov("DaemonProvenance", "Pinned", "Source", "Kind", "Read", "Digest", "Substituted"))
+	file.Line()
+	file.Comment("Facts returns every fact above as the one value the builders consume.")
+	file.Func().Id("Facts").Params().Qual(factsPkg, "Facts").Block(
+		jen.Return(jen.Qual(factsPkg, "Facts").Values(top)),
+	)
 }

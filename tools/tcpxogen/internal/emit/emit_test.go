@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"go/parser"
 	"go/token"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/sebdah/goldie/v2"
 
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/facts"
+	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
+	"github.com/tcpxogen/tcpxogen/internal/facts"
+	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
 )
 
 func sample() *facts.Facts {
@@ -34,8 +38,8 @@ func sample() *facts.Facts {
 		DaemonEntrypoint:      []string{"bash", "/fts/entrypoint_rxdm_container.sh"},
 		DaemonEntryScript:     "/fts/entrypoint_rxdm_container.sh",
 		DaemonEntryScriptMode: 0o644,
-		DefaultGuestRules:     []facts.GuestRule{{Name: "NCCL_PROTO", Value: "Simple,LL128", Policy: "POLICY_ENFORCED"}, {Name: "NCCL_TUNER_PLUGIN", Value: "x \"q\"", Policy: "POLICY_RECOMMENDED"}},
-		SimpleGuestRules:      []facts.GuestRule{{Name: "NCCL_ALGO", Value: "Ring,Tree", Policy: "POLICY_ENFORCED"}},
+		DefaultGuestRules:     []guestconfig.Rule{{Name: "NCCL_PROTO", Value: "Simple,LL128", Policy: "POLICY_ENFORCED"}, {Name: "NCCL_TUNER_PLUGIN", Value: "x \"q\"", Policy: "POLICY_RECOMMENDED"}},
+		SimpleGuestRules:      []guestconfig.Rule{{Name: "NCCL_ALGO", Value: "Ring,Tree", Policy: "POLICY_ENFORCED"}},
 		DaemonProvenance: facts.ImageProvenance{Pinned: "example.com/daemon:v1.0.21@sha256:" + strings.Repeat("b", 64), Source: "testdata",
 			Kind: "testdata", Read: "testdata/daemon/v1.0.21", Digest: "sha256:" + strings.Repeat("f", 64), Substituted: true},
 		Provenance: facts.Provenance{
@@ -59,7 +63,10 @@ func TestGoIsDeterministicAndParses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := Go("tcpxo", sample())
+	b, err := Go("tcpxo", sample())
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !bytes.Equal(a, b) {
 		t.Fatal("two renders of the same facts differ")
 	}
@@ -98,5 +105,23 @@ func TestParseRoundTrips(t *testing.T) {
 	}
 	if _, err := Parse("x.go", bytes.Replace(src, []byte("NCCLVersion ="), []byte("NCCLVersionX ="), 1)); err == nil || !strings.Contains(err.Error(), "NCCLVersion") {
 		t.Fatalf("a file missing a constant must fail naming it, got %v", err)
+	}
+}
+
+// The generated package's Facts is the value the builders consume; it must
+// be exactly what Parse reads from the same file, which is what the coupling
+// check judges. (Only this test links generated/: emit itself must not.)
+func TestGeneratedFactsIsWhatParseReads(t *testing.T) {
+	const file = "../../../../generated/tcpxo/zz_generated.go"
+	src, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := Parse(file, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(*parsed, tcpxo.Facts()); d != "" {
+		t.Errorf("tcpxo.Facts() differs from the facts parsed from %s (-parsed +Facts):\n%s", file, d)
 	}
 }

@@ -8,7 +8,8 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/facts"
+	"github.com/tcpxogen/tcpxogen/internal/facts"
+	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
 )
 
 // Parse reads facts back from a file Go emitted. The coupling check works
@@ -189,14 +190,14 @@ func (p *factParser) env(name string) ([]facts.EnvVar, error) {
 	return out, nil
 }
 
-func (p *factParser) rules(name string) ([]facts.GuestRule, error) {
+func (p *factParser) rules(name string) ([]guestconfig.Rule, error) {
 	elts, err := p.keyed(name, "Name", "Value", "Policy")
 	if err != nil {
 		return nil, err
 	}
-	out := make([]facts.GuestRule, len(elts))
+	out := make([]guestconfig.Rule, len(elts))
 	for i, e := range elts {
-		out[i] = facts.GuestRule{Name: e["Name"], Value: e["Value"], Policy: e["Policy"]}
+		out[i] = guestconfig.Rule{Name: e["Name"], Value: e["Value"], Policy: guestconfig.Policy(e["Policy"])}
 	}
 	return out, nil
 }

@@ -23,14 +23,14 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/tcpxogen/tcpxogen/bom"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/facts"
+	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/imagefs"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/imagesource"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/profile"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/reconstruction"
 )
 
-// Paths inside the installer image (v1.0.15 layout, see tcpxo-facts.md).
+// Paths inside the installer image (v1.0.15 layout, see testdata/installer/v1.0.15/README.md).
 const (
 	DefaultProfilePath = "/scripts/nccl-env-profile.sh"
 	SimpleProfilePath  = "/scripts/nccl-env-profile-simple.sh"
@@ -245,7 +245,7 @@ func assemble(ctx context.Context, cfg Config, scan *imagefs.Result) (*facts.Fac
 	if f.SimpleProfile, f.Provenance.SimpleProfileSHA256, err = evaluate(ctx, cfg, scan, SimpleProfilePath, f); err != nil {
 		return nil, err
 	}
-	f.Normalized = sortedUnique(f.Normalized)
+	f.Normalized = slices.Compact(slices.Sorted(slices.Values(f.Normalized)))
 	if f.DefaultGuestRules, f.Provenance.DefaultGuestConfigSHA256, err = guestRules(scan, DefaultGuestConfigPath, path.Base(DefaultProfilePath), f.DefaultProfile); err != nil {
 		return nil, fmt.Errorf("installer %s: %w", cfg.BOM.Images.Installer.Version, err)
 	}
@@ -321,7 +321,7 @@ func ReferencedPluginFiles(libDir string, profiles ...[]facts.EnvVar) []string {
 			}
 		}
 	}
-	return sortedUnique(names)
+	return slices.Compact(slices.Sorted(slices.Values(names)))
 }
 
 func wantPaths(ws []imagefs.Want) string {
@@ -330,10 +330,4 @@ func wantPaths(ws []imagefs.Want) string {
 		ps[i] = w.Path
 	}
 	return strings.Join(ps, ", ")
-}
-
-func sortedUnique(s []string) []string {
-	s = slices.Clone(s)
-	sort.Strings(s)
-	return slices.Compact(s)
 }

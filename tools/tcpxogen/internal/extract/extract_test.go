@@ -12,7 +12,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/facts"
+	"github.com/tcpxogen/tcpxogen/internal/facts"
+	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/imagesource"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/reconstruction"
 )
@@ -262,7 +263,7 @@ func TestGuestRulesComeFromTheImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []facts.GuestRule{{Name: "NCCL_CROSS_NIC", Value: "0", Policy: "POLICY_ENFORCED"}}; !slices.Equal(res.Facts.SimpleGuestRules, want) {
+	if want := []guestconfig.Rule{{Name: "NCCL_CROSS_NIC", Value: "0", Policy: "POLICY_ENFORCED"}}; !slices.Equal(res.Facts.SimpleGuestRules, want) {
 		t.Errorf("simple rules = %+v, want the top layer's %+v", res.Facts.SimpleGuestRules, want)
 	}
 }

@@ -10,8 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tcpxogen/tcpxogen/internal/fabric"
+	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/imagefs"
 )
 
@@ -27,7 +27,7 @@ const (
 // checks it is the file read from p, and checks the profile itself keeps
 // every enforced rule: an installer whose own profile breaks its checker is
 // something tcpxogen must not pin silently.
-func guestRules(scan *imagefs.Result, p, profileName string, profile []facts.EnvVar) ([]facts.GuestRule, string, error) {
+func guestRules(scan *imagefs.Result, p, profileName string, profile []facts.EnvVar) ([]guestconfig.Rule, string, error) {
 	f := scan.Files[p]
 	for _, v := range profile {
 		if v.Name == guestConfigVar && path.Base(v.Value) != path.Base(p) {
@@ -51,10 +51,11 @@ func guestRules(scan *imagefs.Result, p, profileName string, profile []facts.Env
 	if err := errors.Join(errs...); err != nil {
 		return nil, "", err
 	}
-	out := make([]facts.GuestRule, len(rules))
-	for i, r := range rules {
-		out[i] = facts.GuestRule{Name: r.Name, Value: r.Value, Policy: string(r.Policy)}
+	// A rule's line locates it in the file read; it is not a fact, and
+	// the generated file does not record it.
+	for i := range rules {
+		rules[i].Line = 0
 	}
 	sum := sha256.Sum256(f.Data)
-	return out, hex.EncodeToString(sum[:]), nil
+	return rules, hex.EncodeToString(sum[:]), nil
 }

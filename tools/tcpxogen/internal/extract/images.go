@@ -12,7 +12,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/facts"
+	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/imagefs"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/imagesource"
 )
@@ -159,6 +159,10 @@ func daemonFacts(ctx context.Context, cfg Config, src imagesource.Source, f *fac
 
 // interpreters are the shells an entrypoint may run a script through.
 var interpreters = map[string]bool{"bash": true, "sh": true, "/bin/bash": true, "/bin/sh": true, "/usr/bin/bash": true}
+
+// IsInterpreter says whether an entrypoint's first element is a shell that
+// runs the script named next, whatever that script's mode.
+func IsInterpreter(arg string) bool { return interpreters[arg] }
 
 // EntryScript returns the script an image entrypoint runs: the first
 // element, or the second when the first is a shell.

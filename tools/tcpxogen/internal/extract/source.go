@@ -1,10 +1,12 @@
 package extract
 
 import (
+	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"strings"
 
+	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/emit"
 )
 
@@ -72,8 +74,8 @@ func DefaultDaemonSource(installer SourceSpec) SourceSpec {
 }
 
 func recorded(generatedFile, constant string) (string, error) {
-	src, err := os.ReadFile(generatedFile)
-	if os.IsNotExist(err) {
+	src, err := inputfile.Read(generatedFile, inputfile.Spec{What: "generated file", Max: inputfile.MaxSource})
+	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
 	if err != nil {

@@ -10,11 +10,12 @@ import (
 	"os/signal"
 
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/extractcmd"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	code := cli.Main(ctx, os.Args[1:], cli.Streams{Out: os.Stdout, Err: os.Stderr}, cli.Extract())
+	code := cli.Main(ctx, os.Args[1:], cli.Streams{Out: os.Stdout, Err: os.Stderr}, extractcmd.Commands())
 	stop()
 	os.Exit(code)
 }

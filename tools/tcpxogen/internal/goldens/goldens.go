@@ -24,7 +24,7 @@ func Render(root string, in *runtimes.Inputs) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if files[derive.GoldenPath], err = derive.Golden(rt, in.Pins); err != nil {
+	if files[derive.GoldenPath], err = derive.Golden(rt, in.Facts); err != nil {
 		return nil, err
 	}
 	pages, err := docgen.Pages(root, in)

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/sha512"
@@ -88,7 +89,7 @@ func (s *scanner) readLayer(i int, c *capture, indexing bool) (*layerIndex, erro
 	li := newLayerIndex(i, s.lim.MaxEntries-s.idx.count, s.lim.MaxEntries, c, indexing)
 
 	walkErr := expand(buffered, expanded, li)
-	if stop := firstErr(raw.stop, expanded.stop); stop != nil {
+	if stop := cmp.Or(raw.stop, expanded.stop); stop != nil {
 		return nil, wrapStop(name, stop)
 	}
 	var limitErr *LimitError
@@ -206,15 +207,6 @@ func newHash(d v1.Hash) (hash.Hash, error) {
 		return sha512.New(), nil
 	}
 	return nil, fmt.Errorf("digest %s uses algorithm %q, which imagefs cannot verify", d, d.Algorithm)
-}
-
-func firstErr(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // wrapStop adds the layer to a stop error; limit errors carry it themselves.

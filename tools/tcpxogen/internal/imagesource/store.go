@@ -9,6 +9,7 @@ import (
 	"hash"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -16,7 +17,8 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/atomicfile"
+	"github.com/tcpxogen/tcpxogen/internal/atomicfile"
+	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 )
 
 // Bounds on what is buffered in memory, so hostile descriptors cannot make
@@ -192,6 +194,9 @@ func (c *cache) path(h v1.Hash) string {
 
 func (c *cache) readSmall(kind string, h v1.Hash, size, limit int64) ([]byte, cacheState, error) {
 	p := c.path(h)
+	if err := c.checkEntry(p); err != nil {
+		return nil, cacheMiss, err
+	}
 	f, err := os.Open(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, cacheMiss, nil
@@ -218,6 +223,9 @@ func (c *cache) readSmall(kind string, h v1.Hash, size, limit int64) ([]byte, ca
 // returned reader checks again at EOF in case the file changes underneath.
 func (c *cache) openBlob(h v1.Hash, size int64) (io.ReadCloser, cacheState, error) {
 	p := c.path(h)
+	if err := c.checkEntry(p); err != nil {
+		return nil, cacheMiss, err
+	}
 	f, err := os.Open(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, cacheMiss, nil
@@ -432,4 +440,17 @@ func (v *verifyingReader) Close() error {
 		v.sink = nil
 	}
 	return v.src.Close()
+}
+
+// checkEntry refuses a cache entry that is not a regular file inside the
+// cache (a FIFO would hang the read, a device never end it, a symlink could
+// lead anywhere); a missing entry is a miss, checked by the open after it.
+// The size is left to the digest check, which turns an oversized entry into
+// a corrupt one that is fetched again.
+func (c *cache) checkEntry(p string) error {
+	err := inputfile.Check(p, inputfile.Spec{What: "cache entry", Max: math.MaxInt64, Within: c.dir})
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return fmt.Errorf("%w (remove it, or the cache directory %s, to fetch it again)", err, c.dir)
 }

@@ -27,6 +27,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 )
 
 // Epoch is the fixed timestamp of every entry and of the image config.
@@ -55,7 +57,7 @@ type Config struct {
 // LoadConfig reads the image config of the source tree at dir.
 func LoadConfig(dir string) (Config, error) {
 	p := filepath.Join(dir, ConfigFile)
-	data, err := os.ReadFile(p)
+	data, err := inputfile.Read(p, inputfile.Spec{Max: inputfile.MaxData})
 	if err != nil {
 		return Config{}, fmt.Errorf("read reconstruction image config: %w (every tree declares its entrypoint and env in %s)", err, ConfigFile)
 	}

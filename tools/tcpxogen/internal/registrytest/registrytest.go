@@ -7,6 +7,7 @@ package registrytest
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -23,6 +24,7 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Binary is where Debian's docker-registry package installs the server.
@@ -170,16 +172,16 @@ func start(root, confDir string) (*Registry, error) {
 		r.stop()
 		return nil, fmt.Errorf("%w; registry log:\n%s", err, r.logTail(4<<10))
 	}
-	deadline := time.NewTimer(startTimeout)
-	defer deadline.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
 	select {
 	case r.Host = <-hostCh:
 	case <-r.waited:
 		return fail(fmt.Errorf("docker-registry exited before listening: %v", r.waitErr))
-	case <-deadline.C:
+	case <-ctx.Done():
 		return fail(fmt.Errorf("docker-registry did not log its listen address within %s", startTimeout))
 	}
-	if err := r.waitReady(deadline.C); err != nil {
+	if err := r.waitReady(ctx); err != nil {
 		return fail(err)
 	}
 	return r, nil
@@ -216,29 +218,33 @@ func filteredEnv() []string {
 }
 
 // waitReady polls GET /v2/ because the listen line is logged just before
-// the server starts accepting.
-func (r *Registry) waitReady(deadline <-chan time.Time) error {
+// the server starts accepting; it gives up when ctx ends or the registry
+// exits.
+func (r *Registry) waitReady(ctx context.Context) error {
 	client := &http.Client{Timeout: 5 * time.Second}
 	url := "http://" + r.Host + "/v2/"
 	var last error
-	for {
+	err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
+		select {
+		case <-r.waited:
+			return false, fmt.Errorf("docker-registry exited while starting: %v (last probe: %v)", r.waitErr, last)
+		default:
+		}
 		resp, err := client.Get(url)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return nil
+				return true, nil
 			}
 			err = fmt.Errorf("GET %s: status %s", url, resp.Status)
 		}
 		last = err
-		select {
-		case <-r.waited:
-			return fmt.Errorf("docker-registry exited while starting: %v (last probe: %v)", r.waitErr, last)
-		case <-deadline:
-			return fmt.Errorf("docker-registry at %s did not answer GET /v2/ within %s: %w", r.Host, startTimeout, last)
-		case <-time.After(10 * time.Millisecond):
-		}
+		return false, nil
+	})
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("docker-registry at %s did not answer GET /v2/ within %s: %w", r.Host, startTimeout, last)
 	}
+	return err
 }
 
 func (r *Registry) stop() error {

@@ -7,15 +7,19 @@ package rendercmd
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/internal/atomicfile"
+	"github.com/tcpxogen/tcpxogen/internal/excerpt"
+	"github.com/tcpxogen/tcpxogen/internal/facts"
+	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/atomicfile"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/goldens"
 )
@@ -32,11 +36,12 @@ var subcommands = map[string]func(context.Context, []string, cli.Streams) error{
 }
 
 func run(ctx context.Context, args []string, s cli.Streams) error {
-	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" {
+	if len(args) == 0 {
 		fmt.Fprintln(s.Err, "Usage: tcpxogen render runtime|components|goldens [flags]")
-		if len(args) == 0 {
-			return cli.BadInput("name what to render: runtime, components or goldens")
-		}
+		return cli.BadInput("name what to render: runtime, components or goldens")
+	}
+	if args[0] == "--help" || args[0] == "-h" {
+		fmt.Fprintln(s.Out, "Usage: tcpxogen render runtime|components|goldens [flags]\n\nRun `tcpxogen render runtime --help` (or components, goldens) for the flags.")
 		return nil
 	}
 	sub, ok := subcommands[args[0]]
@@ -48,12 +53,12 @@ func run(ctx context.Context, args []string, s cli.Streams) error {
 
 func renderRuntime(_ context.Context, args []string, s cli.Streams) error {
 	fs := cli.NewFlags("render runtime", "render runtime (--interfaces eth1=NET,...,eth8=NET | --values FILE) [--node-selector k=v]... [--toleration key[=value]:Effect]... [--worker-image REF] [--profile default|simple] [-o yaml|json]", s)
-	root := fs.String("root", "", "repository root (default: found upwards from the working directory)")
+	root := fs.String("root", "", "repository root whose bom/ to read (default: the checkout around the working directory, else the inputs built into tcpxogen)")
 	ifaces := fs.String("interfaces", "", "GPU-NIC to GKE Network mapping: eth1=<network>,...,eth8=<network> (required unless --values)")
 	values := fs.String("values", "", "YAML file with tcpxoInterfaces: [{interfaceName, network}, ...]")
 	selectors := fs.StringArray("node-selector", nil, "node selector key=value (repeatable; default cloud.google.com/gke-accelerator=nvidia-h100-mega-80gb)")
 	tolerations := fs.StringArray("toleration", nil, "toleration key[=value]:Effect (repeatable)")
-	worker := fs.String("worker-image", "", "worker image, pinned by digest (default: the BOM's worker image); it must be built for the installer's CUDA major, "+cudaNote(runtimes.GeneratedPins()))
+	worker := fs.String("worker-image", "", "worker image, pinned by digest (default: the BOM's worker image); it must be built for the installer's CUDA major, "+cudaNote(runtimes.GeneratedFacts()))
 	profile := fs.String("profile", runtimes.ProfileDefault, "NCCL profile: default or simple")
 	format := fs.StringP("output", "o", "yaml", "output format: yaml or json")
 	if err := cli.Parse(fs, args); err != nil {
@@ -75,14 +80,14 @@ func renderRuntime(_ context.Context, args []string, s cli.Streams) error {
 	if *worker != "" {
 		// render does not pull the image, so it cannot check; it says what
 		// the image must be, because a mismatch fails only on the node.
-		fmt.Fprintf(s.Err, "render: --worker-image %s must be built for CUDA %s\n", *worker, cudaNote(in.Pins))
+		fmt.Fprintf(s.Err, "render: --worker-image %s must be built for CUDA %s\n", *worker, cudaNote(in.Facts))
 	}
 	return write(s, runtimes.Format(*format), nil, rt)
 }
 
 func renderComponents(_ context.Context, args []string, s cli.Streams) error {
 	fs := cli.NewFlags("render components", "render components [-o yaml|json]", s)
-	root := fs.String("root", "", "repository root (default: found upwards from the working directory)")
+	root := fs.String("root", "", "repository root whose bom/ to read (default: the checkout around the working directory, else the inputs built into tcpxogen)")
 	format := fs.StringP("output", "o", "yaml", "output format: yaml or json")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
@@ -105,7 +110,7 @@ func renderGoldens(_ context.Context, args []string, s cli.Streams) error {
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	r, err := cli.RepoRoot(*root)
+	r, err := bom.ResolveRoot(*root)
 	if err != nil {
 		return cli.BadInput("%w", err)
 	}
@@ -129,12 +134,21 @@ func renderGoldens(_ context.Context, args []string, s cli.Streams) error {
 	return nil
 }
 
+// inputs loads the reviewed inputs of --root, else of the enclosing
+// checkout, else the ones built into the binary: rendering the runtime for a
+// cluster needs nothing a checkout adds.
 func inputs(root string) (*runtimes.Inputs, error) {
-	r, err := cli.RepoRoot(root)
-	if err != nil {
-		return nil, cli.BadInput("%w", err)
+	load := runtimes.ShippedInputs
+	if root != "" {
+		load = func() (*runtimes.Inputs, error) {
+			r, err := bom.ResolveRoot(root)
+			if err != nil {
+				return nil, err
+			}
+			return runtimes.LoadInputs(r)
+		}
 	}
-	in, err := runtimes.LoadInputs(r)
+	in, err := load()
 	if err != nil {
 		return nil, cli.BadInput("%w", err)
 	}
@@ -157,9 +171,9 @@ func runtimeOptions(ifaces, values string, selectors, tolerations []string) (run
 	case ifaces != "" && values != "":
 		return opts, fmt.Errorf("give the mapping once: --interfaces or --values, not both")
 	case values != "":
-		data, rerr := os.ReadFile(values)
+		data, rerr := inputfile.Read(values, inputfile.Spec{What: "--values", Max: inputfile.MaxData})
 		if rerr != nil {
-			return opts, fmt.Errorf("read --values: %w", rerr)
+			return opts, rerr
 		}
 		if opts.Interfaces, err = interfaces.ParseYAML(data); err != nil {
 			return opts, fmt.Errorf("%s: %w", values, err)
@@ -185,11 +199,34 @@ func parseSelectors(in []string) (map[string]string, error) {
 	for _, kv := range in {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return nil, fmt.Errorf("--node-selector %q: want key=value", kv)
+			return nil, fmt.Errorf("--node-selector %s: want key=value", excerpt.Quote(kv))
+		}
+		if err := labelProblems("--node-selector", kv, k, v); err != nil {
+			return nil, err
+		}
+		if prev, dup := out[k]; dup && prev != v {
+			return nil, fmt.Errorf("--node-selector %s: key %s is already selected with value %s; a node has one value per label", excerpt.Quote(kv), excerpt.Quote(k), excerpt.Quote(prev))
 		}
 		out[k] = v
 	}
 	return out, nil
+}
+
+// labelProblems checks a label key and value with the API server's own
+// rules, so a selector or toleration it would reject is refused here,
+// before anything is printed, rather than at apply time.
+func labelProblems(flag, arg, key, value string) error {
+	var problems []string
+	for _, p := range validation.IsQualifiedName(key) {
+		problems = append(problems, "key "+excerpt.Quote(key)+": "+p)
+	}
+	for _, p := range validation.IsValidLabelValue(value) {
+		problems = append(problems, "value "+excerpt.Quote(value)+": "+p)
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s %s: %s", flag, excerpt.Quote(arg), strings.Join(problems, "; "))
 }
 
 var effects = map[string]corev1.TaintEffect{
@@ -203,14 +240,25 @@ var effects = map[string]corev1.TaintEffect{
 func parseTolerations(in []string) ([]corev1.Toleration, error) {
 	var out []corev1.Toleration
 	for _, t := range in {
-		kv, eff, ok := strings.Cut(t, ":")
+		// The effect follows the last ':': a qualified key has none, but a
+		// wrong one should be named as a bad key, not a bad effect.
+		i := strings.LastIndex(t, ":")
+		if i < 0 {
+			return nil, fmt.Errorf("--toleration %s: want key[=value]:Effect with Effect one of NoSchedule, PreferNoSchedule, NoExecute", excerpt.Quote(t))
+		}
+		kv, eff := t[:i], t[i+1:]
 		effect, known := effects[eff]
-		if !ok || !known || kv == "" {
-			return nil, fmt.Errorf("--toleration %q: want key[=value]:Effect with Effect one of NoSchedule, PreferNoSchedule, NoExecute", t)
+		if !known || kv == "" {
+			return nil, fmt.Errorf("--toleration %s: want key[=value]:Effect with Effect one of NoSchedule, PreferNoSchedule, NoExecute", excerpt.Quote(t))
 		}
 		tol := corev1.Toleration{Key: kv, Operator: corev1.TolerationOpExists, Effect: effect}
 		if k, v, hasValue := strings.Cut(kv, "="); hasValue {
 			tol.Key, tol.Value, tol.Operator = k, v, corev1.TolerationOpEqual
+		}
+		// The API server validates a toleration's key as a label key and
+		// its value as a label value (core validation of tolerations).
+		if err := labelProblems("--toleration", t, tol.Key, tol.Value); err != nil {
+			return nil, err
 		}
 		out = append(out, tol)
 	}
@@ -218,7 +266,7 @@ func parseTolerations(in []string) ([]corev1.Toleration, error) {
 }
 
 // cudaNote names the CUDA major a worker image needs and why.
-func cudaNote(p runtimes.Pins) string {
+func cudaNote(p facts.Facts) string {
 	major, _, _ := strings.Cut(p.CUDAVersion, ".")
 	return fmt.Sprintf("%s (installer %s is built on CUDA %s and its NCCL plugin loads libcudart.so.%s from the worker image)", major, p.PluginVersion, p.CUDAVersion, major)
 }

@@ -77,6 +77,9 @@ func TestRenderRuntimeRejectsBadMappings(t *testing.T) {
 		"bad selector":          {[]string{"--interfaces", valid, "--node-selector", "pool"}, "key=value"},
 		"bad toleration":        {[]string{"--interfaces", valid, "--toleration", "gpu:Sometimes"}, "Effect"},
 		"unpinned worker":       {[]string{"--interfaces", valid, "--worker-image", "pytorch/pytorch:latest"}, "digest"},
+		// Any "@sha256:" used to pass; the BOM's rule wants 64 hex digits.
+		"worker digest not hex": {[]string{"--interfaces", valid, "--worker-image", "x:latest@sha256:not-hex"}, "digest has 7 hex characters, want 64"},
+		"worker digest only":    {[]string{"--interfaces", valid, "--worker-image", "x@sha256:" + strings.Repeat("a", 64)}, "has no tag"},
 		"unknown profile":       {[]string{"--interfaces", valid, "--profile", "fast"}, "fast"},
 		"unknown format":        {[]string{"--interfaces", valid, "-o", "toml"}, "toml"},
 	} {

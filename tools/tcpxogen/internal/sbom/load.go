@@ -2,16 +2,15 @@ package sbom
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/emit"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/factpins"
 )
 
 // GeneratedFile is the committed generated code the facts are read from,
@@ -29,7 +28,7 @@ const GeneratedFile = "generated/tcpxo/zz_generated.go"
 // describe that tree, not the one tcpxogen was built from.
 func LoadInputs(root string) (Inputs, error) {
 	genPath := filepath.Join(root, filepath.FromSlash(GeneratedFile))
-	src, err := os.ReadFile(genPath)
+	src, err := inputfile.Read(genPath, inputfile.Spec{What: "generated file", Max: inputfile.MaxSource})
 	if err != nil {
 		return Inputs{}, fmt.Errorf("read the generated facts: %w (run go generate ./...)", err)
 	}
@@ -41,7 +40,7 @@ func LoadInputs(root string) (Inputs, error) {
 	if err != nil {
 		return Inputs{}, err
 	}
-	rin.Pins = factpins.FromFacts(f)
+	rin.Facts = *f
 	// Which images a runtime pulls does not depend on the cluster's network
 	// names, so the example mapping the goldens use stands in for them.
 	rt, err := runtimes.TorchRuntime(rin, runtimes.Options{Interfaces: runtimes.ExampleInterfaces()})

@@ -25,7 +25,7 @@ import (
 	cdx "github.com/CycloneDX/cyclonedx-go"
 
 	"github.com/tcpxogen/tcpxogen/bom"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/facts"
+	"github.com/tcpxogen/tcpxogen/internal/facts"
 )
 
 // Property names this package writes. They are namespaced "tcpxogen:" as the

@@ -14,7 +14,6 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 )
 
 // The daemon's purl, written out by hand from bom.yaml and the purl oci
@@ -26,7 +25,7 @@ const daemonPURL = "pkg:oci/tcpgpudmarxd-dev@sha256%3A8d9e10fd589a34ab8a0aa64f7e
 // a test may modify what it gets.
 func realInputs(t *testing.T) Inputs {
 	t.Helper()
-	root, err := cli.RepoRoot("")
+	root, err := bom.ResolveRoot("")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/atomicfile"
+	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/internal/atomicfile"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/sbom"
 )
@@ -23,7 +24,7 @@ func run(_ context.Context, args []string, s cli.Streams) error {
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	r, err := cli.RepoRoot(*root)
+	r, err := bom.ResolveRoot(*root)
 	if err != nil {
 		return cli.BadInput("%w", err)
 	}

@@ -57,7 +57,7 @@ func TestSBOMOnStdout(t *testing.T) {
 		t.Errorf("NCCL core component: %+v", c)
 	}
 	// The command adds nothing to what the library builds.
-	root, err := cli.RepoRoot("")
+	root, err := bom.ResolveRoot("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,6 +127,9 @@ func TestSBOMUsage(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			code, out, stderr := runSBOM(t, tc.args...)
+			if tc.code == cli.ExitOK { // asked-for help is output: stdout
+				out, stderr = stderr, out
+			}
 			if code != tc.code || out != "" || !strings.Contains(stderr, tc.want) {
 				t.Fatalf("exit %d, stdout %.40q, stderr %q; want exit %d, no stdout, stderr mentioning %q", code, out, stderr, tc.code, tc.want)
 			}
@@ -137,7 +140,7 @@ func TestSBOMUsage(t *testing.T) {
 // copyTree copies the files LoadInputs reads into a scratch root.
 func copyTree(t *testing.T) string {
 	t.Helper()
-	src, err := cli.RepoRoot("")
+	src, err := bom.ResolveRoot("")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,142 @@
+// Package facts is the record of what extraction learned from the pinned
+// images: the one type the extractor fills, the emitter writes, the
+// generated package returns (tcpxo.Facts) and the builders and checks
+// consume. Keeping it a plain value type lets emitters be tested without an
+// image. It must never import generated/: the extractor links it.
+package facts
+
+import "github.com/tcpxogen/tcpxogen/internal/guestconfig"
+
+// EnvVar is one environment variable: of an NCCL env profile, in export
+// order, or of the release table (bom/releases.yaml).
+type EnvVar struct {
+	Name  string `yaml:"name"`
+	Value string `yaml:"value"`
+}
+
+// The installer's two NCCL env profiles, by the names the runtime's
+// --profile flag takes.
+const (
+	ProfileDefault = "default"
+	ProfileSimple  = "simple"
+)
+
+// Profiles are the profile names, in the order they are checked.
+var Profiles = []string{ProfileDefault, ProfileSimple}
+
+// Profile returns the variables the named profile exports, in order.
+func (f *Facts) Profile(name string) ([]EnvVar, bool) {
+	switch name {
+	case ProfileDefault:
+		return f.DefaultProfile, true
+	case ProfileSimple:
+		return f.SimpleProfile, true
+	}
+	return nil, false
+}
+
+// GuestRules returns the guest config checker rules the named profile
+// points the checker at.
+func (f *Facts) GuestRules(name string) []guestconfig.Rule {
+	switch name {
+	case ProfileDefault:
+		return f.DefaultGuestRules
+	case ProfileSimple:
+		return f.SimpleGuestRules
+	}
+	return nil
+}
+
+// Facts is everything tcpxogen pins about one installer version.
+type Facts struct {
+	// PluginVersion is the version of record: the pinned installer tag. The
+	// plugin's own version is compiled in as integers and is not readable
+	// from the image, so the tag is the only authoritative string.
+	PluginVersion  string
+	InstallerImage string
+	DaemonImage    string
+	DaemonVersion  string
+	// NCCLVersion comes from the name libnccl.so resolves to (libnccl.so.X.Y.Z).
+	NCCLVersion string
+	LibDir      string
+
+	DefaultProfile []EnvVar
+	SimpleProfile  []EnvVar
+
+	// DefaultGuestRules and SimpleGuestRules are the guest config checker's
+	// rules for each profile, from the files the profiles point the checker
+	// at, in file order. At NCCL init the plugin aborts or hangs a workload
+	// that breaks an enforced rule.
+	DefaultGuestRules []guestconfig.Rule
+	SimpleGuestRules  []guestconfig.Rule
+
+	// PluginFiles are the entries of /plugins seen in the layers read.
+	// PluginFilesComplete says whether the scan proved the list complete
+	// (it usually does not: proving it means reading the multi-GB base).
+	PluginFiles         []string
+	PluginFilesComplete bool
+
+	// Installer image facts the components and the benchmark depend on.
+	// CUDAVersion is CUDA_VERSION from the installer image's config (its
+	// nvidia/cuda base): the plugin loads libcudart of this major from the
+	// workload image, so the worker image must have the same CUDA major.
+	CUDAVersion string
+	// InstallerEntrypoint is the image config's entrypoint.
+	InstallerEntrypoint []string
+	// Scripts are the /scripts files the installer DaemonSet and the
+	// benchmark rely on, each verified present.
+	Scripts []string
+	// SSHDPort is the port the image's sshd_config makes sshd listen on.
+	SSHDPort int
+	// AllReducePerfMPI is the MPI build of all_reduce_perf, verified present.
+	AllReducePerfMPI string
+
+	// Daemon image facts. DaemonEntrypoint is the daemon image config's
+	// entrypoint; DaemonEntryScript the script it runs; DaemonEntryScriptMode
+	// that script's permission bits as the image carries them.
+	DaemonEntrypoint      []string
+	DaemonEntryScript     string
+	DaemonEntryScriptMode int
+
+	// Refused lists external commands the profile sandbox refused, as
+	// "profile: command (line N)", so the skipped NIC discovery is visible.
+	Refused []string
+	// Normalized names variables whose empty list elements were dropped.
+	Normalized []string
+
+	Provenance Provenance
+	// DaemonProvenance says where the daemon image facts came from.
+	DaemonProvenance ImageProvenance
+}
+
+// ImageProvenance says what was pinned and what was read for one image.
+type ImageProvenance struct {
+	Pinned      string
+	Source      string // the source value that reproduces the read
+	Kind        string
+	Read        string
+	Digest      string
+	Substituted bool
+}
+
+// Provenance says where the facts came from.
+type Provenance struct {
+	Pinned string // the BOM's pinned installer reference
+	// Source is the --source value that reproduces this extraction; a
+	// generator run without --source reuses it.
+	Source      string
+	Kind        string // registry, oci-layout, testdata, registry-substitute
+	Read        string // what was actually read
+	Digest      string // manifest digest actually read
+	Substituted bool   // true when Read is not the pinned image
+	// DefaultProfileSHA256 and SimpleProfileSHA256 hash the script bytes.
+	DefaultProfileSHA256 string
+	SimpleProfileSHA256  string
+	// DefaultGuestConfigSHA256 and SimpleGuestConfigSHA256 hash the guest
+	// config checker files as read.
+	DefaultGuestConfigSHA256 string
+	SimpleGuestConfigSHA256  string
+}
+
+// VersionOfRecord explains where PluginVersion comes from; emitted verbatim.
+const VersionOfRecord = "the pinned installer image tag: the plugin compiles its version in as integers and the image carries no version string or label"

@@ -1,0 +1,181 @@
+// Package ncclreportcmd implements `tcpxogen nccl-report`: judge a captured
+// nccl-tests all_reduce_perf log offline against a bandwidth floor and the
+// pinned plugin version, and write the CTRF report and the busbw chart.
+//
+// It links the generated constants (the default plugin version), so, like
+// rendercmd, it is kept apart from extract.
+package ncclreportcmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
+	"github.com/tcpxogen/tcpxogen/internal/atomicfile"
+	"github.com/tcpxogen/tcpxogen/internal/bandwidth"
+	"github.com/tcpxogen/tcpxogen/internal/inputfile"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
+	"github.com/tcpxogen/tcpxogen/validators/performance/busbw"
+	"github.com/tcpxogen/tcpxogen/validators/performance/report"
+)
+
+// Output file names inside --out: the report package's, which validate
+// writes too.
+const (
+	ReportFile = report.File
+	ChartFile  = report.ChartFile
+)
+
+// DefaultFloor is the declared H100 GKE floor for nccl-all-reduce-bw (GB/s).
+const DefaultFloor = "300"
+
+// Commands returns the nccl-report command.
+func Commands() cli.Commands {
+	return cli.Commands{"nccl-report": {Summary: "judge a captured nccl-tests all_reduce_perf log against a busbw floor; write a CTRF report and a chart", Run: run}}
+}
+
+func run(_ context.Context, args []string, s cli.Streams) error {
+	fs := cli.NewFlags("nccl-report", "nccl-report --log FILE [--floor GBPS] [--plugin-version V] [--out DIR]", s)
+	flagsUsage := fs.Usage
+	fs.Usage = func() {
+		flagsUsage()
+		fmt.Fprintf(s.Out, "\n%s\nExit status: 0 the run passed; 1 it failed (wrong results, truncated, one node, wrong network or plugin, below the floor); 2 bad usage, or the log is not nccl-tests output or is from a collective other than all_reduce_perf.\n", busbw.FormatsHelp)
+	}
+	logPath := fs.String("log", "", "`FILE` holding the nccl-tests all_reduce_perf output, e.g. kubectl logs of the benchmark launcher (required)")
+	floorFlag := fs.String("floor", DefaultFloor, fmt.Sprintf(`declared busbw floor in GB/s as a recipe writes it: ">= N", "> N" or "N", N a plain decimal up to %d; the run passes at 0.9 × N`, bandwidth.MaxGBps))
+	plugin := fs.String("plugin-version", tcpxo.PluginVersion, "NCCL plugin version the log's 'Initializing network FasTrak, version:' line must match (a leading v is ignored)")
+	out := fs.String("out", ".", "directory for "+ReportFile+" and "+ChartFile)
+	if err := cli.Parse(fs, args); err != nil {
+		return err
+	}
+	if *logPath == "" {
+		return cli.BadInput("--log is required: give the file holding the all_reduce_perf output")
+	}
+	floor, err := busbw.ParseFloor(*floorFlag)
+	if err != nil {
+		return cli.BadInput("--floor: %w", err)
+	}
+	if strings.TrimSpace(*plugin) == "" {
+		return cli.BadInput("--plugin-version is empty: give the pinned plugin version (default %s)", tcpxo.PluginVersion)
+	}
+
+	l, err := readLog(*logPath)
+	if err != nil {
+		return err
+	}
+	v := busbw.Evaluate(l, floor, *plugin)
+
+	// Provenance is left unknown: a captured log does not record which
+	// runtime produced it, and a flag would be an unchecked claim.
+	ctrf, err := report.CTRF(v, l, report.Context{PluginVersion: *plugin, NCCLVersion: tcpxo.NCCLVersion})
+	if err != nil {
+		return err
+	}
+	svg, err := report.Chart(l, v)
+	if err != nil {
+		return err
+	}
+	reportPath, chartPath := filepath.Join(*out, ReportFile), filepath.Join(*out, ChartFile)
+	// Both files or neither: a report next to a stale chart from an earlier
+	// run would contradict itself.
+	if _, err := (atomicfile.Set{reportPath: ctrf, chartPath: svg}).Commit(0o644); err != nil {
+		return fmt.Errorf("write the report to %s: %w", *out, err)
+	}
+
+	summarize(s.Out, *logPath, l, v, *plugin, reportPath, chartPath)
+	if !v.Pass {
+		return fmt.Errorf("the benchmark failed with %d problem(s); see %s", len(v.Problems), reportPath)
+	}
+	return nil
+}
+
+// readLog parses the log; a file that cannot be read, that is not
+// nccl-tests output at all, that has a malformed table or that is from a
+// collective other than all_reduce_perf is bad input (exit 2). A run that
+// failed or stopped early is not: Evaluate judges it (exit 1).
+func readLog(path string) (*busbw.Log, error) {
+	f, err := inputfile.Open(path, inputfile.Spec{What: "--log", Max: inputfile.MaxLog})
+	if err != nil {
+		return nil, cli.BadInput("%w", err)
+	}
+	defer f.Close()
+	l, err := busbw.Parse(f)
+	if err != nil {
+		return nil, cli.BadInput("--log %s: %w", path, err)
+	}
+	if err := l.CheckCollective(busbw.AllReduce); err != nil {
+		return nil, cli.BadInput("--log %s: %w", path, err)
+	}
+	return l, nil
+}
+
+func summarize(w io.Writer, logPath string, l *busbw.Log, v busbw.Verdict, plugin, reportPath, chartPath string) {
+	verdict := "FAIL"
+	if v.Pass {
+		verdict = "PASS"
+	}
+	fmt.Fprintf(w, "nccl-report: %s\n", verdict)
+	fmt.Fprintf(w, "  log        %s (%s)\n", logPath, sweep(l))
+	if l.Collective != "" {
+		fmt.Fprintf(w, "  benchmark  %s, from %s\n", l.Collective, l.CollectiveFrom)
+	} else {
+		fmt.Fprintf(w, "  benchmark  not named in the log, and no rows to tell it by\n")
+	}
+	if v.Rows > 0 {
+		fmt.Fprintf(w, "  measured   %s GB/s out-of-place busbw at %s\n", busbw.FormatGBps(v.Measured), busbw.FormatSize(v.Size))
+	} else {
+		fmt.Fprintf(w, "  measured   nothing\n")
+	}
+	fmt.Fprintf(w, "  threshold  %s GB/s (%g × declared floor %s GB/s)\n", busbw.FormatGBps(v.Threshold), busbw.PassFraction, v.Floor)
+	fmt.Fprintf(w, "  nodes      %s\n", nodes(l))
+	fmt.Fprintf(w, "  network    %s\n", orAbsent(strings.Join(l.Networks, ", ")))
+	fmt.Fprintf(w, "  plugin     %s (expected %s)\n", orAbsent(strings.Join(l.PluginVersions, ", ")), plugin)
+	fmt.Fprintf(w, "  nccl       %s\n", ncclVersion(l))
+	if len(v.Problems) > 0 {
+		fmt.Fprintf(w, "  problems\n")
+		for _, p := range v.Problems {
+			fmt.Fprintf(w, "    - %s\n", p)
+		}
+	}
+	fmt.Fprintf(w, "  report     %s\n", reportPath)
+	fmt.Fprintf(w, "  chart      %s\n", chartPath)
+}
+
+func sweep(l *busbw.Log) string {
+	n := len(l.Rows)
+	if n == 0 {
+		return "no data rows"
+	}
+	state := "complete"
+	if !l.Complete {
+		state = "no closing trailer"
+	}
+	return fmt.Sprintf("%d sizes, %s..%s, %s; %s", n, busbw.FormatSize(l.Rows[0].Size), busbw.FormatSize(l.Rows[n-1].Size), state, l.Table)
+}
+
+func nodes(l *busbw.Log) string {
+	switch {
+	case l.Nodes == 0:
+		return "not in the log"
+	case l.Ranks > 0:
+		return fmt.Sprintf("%d ranks on %d node(s): %s (from %s)", l.Ranks, l.Nodes, strings.Join(l.Hosts, ", "), l.NodesFrom)
+	}
+	return fmt.Sprintf("%d node(s): %s (from %s)", l.Nodes, strings.Join(l.Hosts, ", "), l.NodesFrom)
+}
+
+func ncclVersion(l *busbw.Log) string {
+	if l.NCCLVersion == "" {
+		return "not in the log (pinned " + tcpxo.NCCLVersion + ")"
+	}
+	return fmt.Sprintf("%s, from %s (pinned %s)", l.NCCLVersion, l.NCCLVersionFrom, tcpxo.NCCLVersion)
+}
+
+func orAbsent(s string) string {
+	if s == "" {
+		return "not in the log"
+	}
+	return s
+}

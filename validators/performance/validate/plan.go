@@ -1,0 +1,394 @@
+package validate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"github.com/kubeflow/trainer/v2/pkg/constants"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+
+	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/validators/performance/agreement"
+	"github.com/tcpxogen/tcpxogen/validators/performance/busbw"
+	"github.com/tcpxogen/tcpxogen/validators/performance/derive"
+	"github.com/tcpxogen/tcpxogen/validators/performance/lifecycle"
+	"github.com/tcpxogen/tcpxogen/validators/performance/pool"
+	"github.com/tcpxogen/tcpxogen/validators/performance/recipe"
+	"github.com/tcpxogen/tcpxogen/validators/performance/report"
+	"github.com/tcpxogen/tcpxogen/validators/schema"
+)
+
+// ctrCRD is the CRD whose defaults the agreement check applies.
+const ctrCRD = "clustertrainingruntimes.trainer.kubeflow.org"
+
+// preflightResult is what preflight found and decided.
+type preflightResult struct {
+	host        string
+	state       lifecycle.TrainerState
+	findings    []string
+	trainerPlan lifecycle.Plan
+
+	gpuNodes int
+
+	// deployed is the deployed shipped runtime; nil when there is none.
+	deployed *trainer.ClusterTrainingRuntime
+	// diffs are the agreement check's differences.
+	diffs []string
+	// applyShipped is the install row: the cluster has no trainer, so no
+	// shipped runtime can be deployed; the run applies the rendered one
+	// once the trainer is ready, reads it back, checks agreement and
+	// derives from what the server stored.
+	applyShipped bool
+
+	bench    *trainer.TrainingRuntime
+	trainJob *trainer.TrainJob
+
+	sections []section
+	problems []problem
+}
+
+// section is one part of the printed plan.
+type section struct {
+	title string
+	lines []string
+}
+
+// problem is one reason the run is refused.
+type problem struct {
+	part string // the plan section it belongs to
+	what string // what is wrong, and how to fix it
+}
+
+func (v *validation) section(title string, lines ...string) *section {
+	v.sections = append(v.sections, section{title: title, lines: lines})
+	return &v.sections[len(v.sections)-1]
+}
+
+func (v *validation) refuse(part, format string, a ...any) {
+	v.problems = append(v.problems, problem{part: part, what: fmt.Sprintf(format, a...)})
+}
+
+// preflight reads the cluster and builds the plan. It never writes. Problems
+// with the cluster are collected (all of them, so one run shows everything
+// to fix); an error is returned only when the cluster cannot be read or the
+// run cannot go on at all.
+func (v *validation) preflight(ctx context.Context, cl *Clients) error {
+	v.host = cl.Host
+	if err := v.checkTrainer(ctx, cl); err != nil {
+		return err
+	}
+	if err := v.checkPool(ctx, cl); err != nil {
+		return err
+	}
+	if err := v.checkNamespace(ctx, cl); err != nil {
+		return err
+	}
+	source, err := v.checkShipped(ctx, cl)
+	if err != nil {
+		return err
+	}
+	v.planBenchmark(source)
+	return nil
+}
+
+func (v *validation) checkTrainer(ctx context.Context, cl *Clients) error {
+	state, findings, err := lifecycle.Observe(ctx, cl.cluster())
+	if err != nil {
+		return fmt.Errorf("observing Kubeflow Trainer on %s: %w", cl.Host, err)
+	}
+	v.state, v.findings = state, findings
+	d := lifecycle.Decide(v.rec.DeclaresTrainer(), state)
+	source := v.opts.TrainerManifests
+	if d.Install && v.trainerObjs == nil {
+		// No --trainer-manifests: the pinned release, rendered from the
+		// modules this binary links; the file stays as an override.
+		b := v.in.BOM
+		objs, err := renderPinnedTrainer(b)
+		if err != nil {
+			return badInput("the recipe does not declare Kubeflow Trainer and the cluster has none, so validate installs the pinned trainer %s for the benchmark (and removes it afterwards), but rendering it from its Go module failed: %w; pass its manifests with --trainer-manifests FILE, rendered with: %s",
+				b.Trainer.Version, err, kustomizeHint(b))
+		}
+		v.trainerObjs, source = objs, renderedTrainer
+	}
+	v.trainerPlan, err = lifecycle.NewPlan(d, func() ([]*unstructured.Unstructured, error) { return v.trainerObjs, nil })
+	if err != nil {
+		return fmt.Errorf("planning the trainer install: %w", err)
+	}
+	lines := strings.Split(strings.TrimRight(v.trainerPlan.String(), "\n"), "\n")
+	s := v.section(lines[0], lines[1:]...)
+	if d.Install {
+		s.lines = append(s.lines, fmt.Sprintf("  the pinned trainer %s, from %s", v.in.BOM.Trainer.Version, source))
+	}
+	s.lines = append(s.lines, fmt.Sprintf("  observed: the trainer is %s", state))
+	for _, f := range findings {
+		s.lines = append(s.lines, "    "+f)
+	}
+	if d.Failed() {
+		v.refuse("trainer lifecycle", "%s: %s %s", d.Action, d.Explanation, d.Remedy)
+	}
+	return nil
+}
+
+func (v *validation) checkPool(ctx context.Context, cl *Clients) error {
+	nodes, err := cl.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return readError("Nodes", nodesResource, "list", err)
+	}
+	want := pool.A3Mega.WithMapping(v.rec.Interfaces())
+	if err := pool.CheckNodes(nodes.Items, want); err != nil {
+		v.section("GPU pool: FAILED", "  "+indent(err.Error(), "  "))
+		v.refuse("GPU pool", "%s", err)
+		return nil
+	}
+	// CheckNodes passed, so every GPU node is an A3 Mega node.
+	for _, n := range nodes.Items {
+		if n.Labels[pool.LabelAccelerator] == want.Accelerator {
+			v.gpuNodes++
+		}
+	}
+	s := v.section("GPU pool: ok",
+		fmt.Sprintf("  %d GPU nodes, all %s with %d GPUs and the recipe's %d GPU-NIC networks (%s)",
+			v.gpuNodes, want.Accelerator, want.GPUs, len(want.GPUNICNetworks), strings.Join(want.GPUNICNetworks, ", ")))
+	if v.gpuNodes < v.opts.Nodes {
+		s.title = "GPU pool: FAILED"
+		v.refuse("GPU pool", "the benchmark spans --nodes %d GPU nodes but the pool has %d: pass --nodes %d or scale the A3 Mega node pool up", v.opts.Nodes, v.gpuNodes, v.gpuNodes)
+	}
+	return nil
+}
+
+func (v *validation) checkNamespace(ctx context.Context, cl *Clients) error {
+	ns := v.opts.Namespace
+	_, err := cl.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		v.section("namespace: FAILED", fmt.Sprintf("  %s does not exist", ns))
+		v.refuse("namespace", "namespace %s does not exist: create it (kubectl create namespace %s) or pass --namespace with an existing one", ns, ns)
+	case err != nil:
+		return readError("Namespace "+ns, namespacesResource, "get", err)
+	default:
+		v.section("namespace: ok", fmt.Sprintf("  %s exists; the benchmark's objects are created there", ns))
+	}
+	return nil
+}
+
+// checkShipped finds the runtime the benchmark is derived from and checks
+// recipe → deployed → rendered agreement. It returns nil when there is none
+// to derive from.
+func (v *validation) checkShipped(ctx context.Context, cl *Clients) (*trainer.ClusterTrainingRuntime, error) {
+	title := "shipped runtime: ClusterTrainingRuntime " + runtimes.RuntimeName
+	if v.trainerPlan.Decision.Install {
+		// Nothing can be deployed where the trainer's CRDs are not.
+		v.applyShipped = true
+		v.section(title+": to be applied",
+			"  not deployed: the cluster has no trainer, so there is nothing to read; after installing the trainer the run",
+			"  applies it as the recipe's mapping renders it ("+v.rec.Interfaces().String()+"),",
+			"  reads it back, checks that it agrees with the render, and derives the benchmark from what the server stored")
+		return v.rendered, nil
+	}
+	deployed, err := deployedRuntime(ctx, cl, runtimes.RuntimeName)
+	if err != nil {
+		return nil, err
+	}
+	if deployed == nil {
+		v.section(title+": FAILED", "  not deployed")
+		v.refuse("shipped runtime", "ClusterTrainingRuntime %s is not deployed, so there is no shipped runtime to benchmark: render it from the recipe's mapping and apply it: tcpxogen render runtime --interfaces %s | kubectl apply -f -",
+			runtimes.RuntimeName, v.rec.Interfaces().String())
+		return nil, nil
+	}
+	v.deployed = deployed
+	sv, err := clusterValidator(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	v.diffs, err = agreement.Compare(sv, deployed, v.rendered)
+	if err != nil {
+		return nil, fmt.Errorf("comparing the deployed %s with the render: %w", runtimes.RuntimeName, err)
+	}
+	if len(v.diffs) > 0 {
+		s := v.section(title+": FAILED", fmt.Sprintf("  deployed, but differs from what the recipe's mapping renders in %d place(s):", len(v.diffs)))
+		for _, d := range v.diffs {
+			s.lines = append(s.lines, "    "+d)
+		}
+		v.refuse("shipped runtime", "the deployed ClusterTrainingRuntime %s does not agree with what the recipe's mapping renders, so a benchmark derived from it would not be evidence about what ships:\n    %s\n  re-render it from the recipe and replace the deployed one (tcpxogen render runtime --interfaces %s | kubectl replace -f -), or fix the recipe if the cluster is right",
+			runtimes.RuntimeName, strings.Join(v.diffs, "\n    "), v.rec.Interfaces().String())
+		return nil, nil
+	}
+	v.section(title+": ok", "  deployed, and agrees with what the recipe's mapping renders (the spec and the labels and annotations it sets; server fields and CRD defaults ignored)")
+	return deployed, nil
+}
+
+// clusterValidator defaults with the cluster's own ClusterTrainingRuntime
+// CRD: the server defaulted the deployed object with it, so defaulting the
+// render with the same CRD compares like with like, whichever trainer
+// release the cluster runs. It also keeps validate independent of a Go
+// module cache on the machine it runs on.
+func clusterValidator(ctx context.Context, cl *Clients) (*schema.Validator, error) {
+	crd, err := cl.CRDs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, ctrCRD, metav1.GetOptions{})
+	if err != nil {
+		return nil, readError("CustomResourceDefinition "+ctrCRD, crdsResource, "get", err)
+	}
+	// Typed clients drop apiVersion and kind on decode.
+	crd.APIVersion, crd.Kind = apiextensionsv1.SchemeGroupVersion.String(), "CustomResourceDefinition"
+	data, err := json.Marshal(crd)
+	if err != nil {
+		return nil, fmt.Errorf("encoding CustomResourceDefinition %s: %w", ctrCRD, err)
+	}
+	sv, err := schema.New(data)
+	if err != nil {
+		return nil, fmt.Errorf("loading the cluster's CustomResourceDefinition %s: %w", ctrCRD, err)
+	}
+	return sv, nil
+}
+
+// planBenchmark derives the benchmark from source (nil when there is none to
+// derive from) and describes the run.
+func (v *validation) planBenchmark(source *trainer.ClusterTrainingRuntime) {
+	s := v.section("benchmark: planned")
+	switch {
+	case v.trainerPlan.Decision.Failed():
+		s.title = "benchmark: not planned"
+		s.lines = append(s.lines, "  the trainer lifecycle policy refuses the run (see above)")
+		return
+	case source == nil:
+		s.title = "benchmark: not planned"
+		s.lines = append(s.lines, "  there is no agreeing shipped runtime to derive it from (see above)")
+		return
+	}
+	bench, err := derive.Derive(source, v.params)
+	if err != nil {
+		s.title = "benchmark: FAILED"
+		s.lines = append(s.lines, "  "+err.Error())
+		v.refuse("benchmark", "deriving the benchmark from %s: %v", runtimes.RuntimeName, err)
+		return
+	}
+	if diffs := derive.WiringEqual(source, bench); len(diffs) > 0 {
+		// Derive's own guarantee failed: a bug, but the run must not
+		// measure a runtime whose wiring is not the shipped one.
+		s.title = "benchmark: FAILED"
+		v.refuse("benchmark", "the derived benchmark's wiring differs from %s, which is a bug in tcpxogen's derivation; please report it:\n    %s", runtimes.RuntimeName, strings.Join(diffs, "\n    "))
+		return
+	}
+	bench.Labels[RunLabel] = v.runID
+	v.bench = bench
+	v.trainJob = trainJobFor(bench, v.runID)
+
+	from := "the deployed " + runtimes.RuntimeName
+	if v.applyShipped {
+		from = runtimes.RuntimeName + " as the run will apply it (derived again from what the server stores)"
+	}
+	mpi := bench.Spec.MLPolicy.MPI
+	created := []string{
+		fmt.Sprintf("TrainJob %s/%s", v.trainJob.Namespace, v.trainJob.Name),
+		fmt.Sprintf("TrainingRuntime %s/%s", bench.Namespace, bench.Name),
+	}
+	if v.applyShipped {
+		created = append(created, "ClusterTrainingRuntime "+runtimes.RuntimeName)
+	}
+	afterwards := strings.Join(created, ", ")
+	switch {
+	case v.trainerPlan.Decision.TearDown:
+		afterwards += ", then the trainer objects it installed (above), in reverse order"
+	default:
+		afterwards += "; nothing of the trainer"
+	}
+	s.lines = append(s.lines,
+		fmt.Sprintf("  would create TrainingRuntime %s/%s, derived from %s", bench.Namespace, bench.Name, from),
+		fmt.Sprintf("    image %s; %d nodes × %d ranks (one per GPU); all_reduce_perf %s..%s; wiring equal to the shipped runtime", v.params.Image, *bench.Spec.MLPolicy.NumNodes, ptr.Deref(mpi.NumProcPerNode, 0), derive.DefaultMinBytes, derive.DefaultMaxBytes),
+		fmt.Sprintf("  would create TrainJob %s/%s referencing it, wait for it to finish (the whole run is bounded by --timeout %s), and read the %s pod's log", v.trainJob.Namespace, v.trainJob.Name, v.opts.Timeout, constants.Launcher),
+		"  would delete afterwards, whatever the outcome: "+afterwards,
+		fmt.Sprintf("  floor: %s %s GB/s (recipe); passes at >= %s GB/s (%g × declared)", recipe.ConstraintAllReduceBW, floorText(v), busbw.FormatGBps(v.floor.Threshold()), busbw.PassFraction),
+		"  runtimeSource: "+v.runtimeSourceText(),
+		fmt.Sprintf("  report: %s, %s and %s in %s", report.File, report.ChartFile, LogFile, v.opts.Out),
+	)
+}
+
+func floorText(v *validation) string {
+	op, gbps := v.rec.Floor()
+	return op + " " + busbw.FormatGBps(gbps)
+}
+
+// runtimeSourceText is the provenance the result will carry. It comes from
+// lifecycle.Record, never written by hand, so the plan cannot claim more than
+// the run would.
+func (v *validation) runtimeSourceText() string {
+	verified := v.deployed != nil && len(v.diffs) == 0
+	if v.applyShipped {
+		// The run applies the runtime, and only then can check agreement.
+		verified = true
+	}
+	prov, err := lifecycle.Record(v.trainerPlan.Decision, lifecycle.Origin{Runtime: lifecycle.DerivedFromDeployed, AgreementVerified: verified})
+	switch {
+	case errors.Is(err, lifecycle.ErrPolicy):
+		return "none: the trainer lifecycle policy refuses the run"
+	case err != nil:
+		return "none: " + err.Error()
+	case v.applyShipped:
+		return string(prov.RuntimeSource) + ", once the applied " + runtimes.RuntimeName + " is read back and agrees with the render (checked before deriving)"
+	}
+	return string(prov.RuntimeSource)
+}
+
+// trainJobFor is the bare TrainJob that runs bench: everything it runs is in
+// the runtime, so what is measured is what was derived.
+func trainJobFor(bench *trainer.TrainingRuntime, runID string) *trainer.TrainJob {
+	return &trainer.TrainJob{
+		TypeMeta: metav1.TypeMeta{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainJobKind},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      bench.Name,
+			Namespace: bench.Namespace,
+			Labels:    map[string]string{RunLabel: runID},
+		},
+		Spec: trainer.TrainJobSpec{RuntimeRef: trainer.RuntimeRef{
+			Name:     bench.Name,
+			APIGroup: ptr.To(trainer.GroupVersion.Group),
+			Kind:     ptr.To(trainer.TrainingRuntimeKind),
+		}},
+	}
+}
+
+// writePlan prints the plan.
+func (v *validation) writePlan(w io.Writer) {
+	c := v.rec.Criteria
+	fmt.Fprintf(w, "validate plan: recipe %s (%s, %s, %s, %s) on %s, run %s\n", v.opts.Recipe, c.Service, c.Accelerator, c.Intent, c.Platform, v.host, v.runID)
+	for _, s := range v.sections {
+		fmt.Fprintf(w, "\n%s\n", s.title)
+		for _, l := range s.lines {
+			fmt.Fprintln(w, l)
+		}
+	}
+	fmt.Fprintln(w)
+	switch {
+	case len(v.problems) > 0:
+		fmt.Fprintf(w, "refused: %d problem(s); nothing was or would be created, changed or deleted\n", len(v.problems))
+	case v.opts.DryRun:
+		fmt.Fprintln(w, "dry run: nothing was created, changed or deleted")
+	}
+}
+
+// refusal returns the problems as one error (exit 1), each with its fix.
+func (v *validation) refusal() error {
+	if len(v.problems) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(v.problems))
+	for i, p := range v.problems {
+		msgs[i] = fmt.Sprintf("%d. %s: %s", i+1, p.part, p.what)
+	}
+	return fmt.Errorf("%w on %s, nothing was changed:\n%s", errRefused, v.host, strings.Join(msgs, "\n"))
+}
+
+// errRefused is wrapped by a refusal, so tests tell a refusal from a failure.
+var errRefused = errors.New("validation refused")
+
+func indent(s, prefix string) string {
+	return strings.ReplaceAll(s, "\n", "\n"+prefix)
+}

@@ -1,0 +1,257 @@
+// Package validate is the performance validator run against a live
+// cluster, driven by a recipe; `tcpxogen validate` is its command.
+//
+// It decides, checks and prints a plan before it changes anything:
+//
+//  1. the trainer lifecycle policy (docs/design.md, "Recipe-driven validation
+//     policy") from the recipe and what is on the cluster: use, reuse,
+//     install-and-tear-down, or refuse;
+//  2. the GPU pool: every GPU node one homogeneous A3 Mega pool attached to
+//     the recipe's GPU-NIC networks, with enough nodes for the benchmark;
+//  3. the shipped runtime: the deployed torch-distributed-tcpxo must agree
+//     with what the recipe's mapping renders (recipe → deployed → rendered),
+//     or the result could not be called evidence about what ships;
+//  4. the benchmark: a namespaced MPI TrainingRuntime derived from the
+//     deployed runtime, and a TrainJob referencing it; the bandwidth floor;
+//     the result's runtimeSource.
+//
+// With --dry-run it stops there, having only read. Otherwise it carries the
+// plan out (lifecycle.Plan.Run installs and tears down the trainer when the
+// policy says so), waits for the TrainJob, judges the launcher's log with
+// package busbw and writes the CTRF report and chart with package report.
+// Everything it creates is deleted afterwards, in reverse order, even when
+// the run fails or is interrupted.
+//
+// Exit status: 0 the plan is sound (dry run) or the benchmark passed; 1 the
+// plan was refused, or the benchmark ran and failed; 2 bad input (the recipe,
+// a flag, the trainer manifests, the kubeconfig).
+package validate
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/validators/performance/busbw"
+	"github.com/tcpxogen/tcpxogen/validators/performance/derive"
+	"github.com/tcpxogen/tcpxogen/validators/performance/recipe"
+)
+
+// Defaults of the flags.
+const (
+	DefaultNamespace = "default"
+	DefaultTimeout   = 45 * time.Minute
+)
+
+// RunLabel is stamped on every object a run creates for the benchmark (the
+// derived TrainingRuntime, the TrainJob, and in the install row the shipped
+// runtime), with the run's ID as its value, so that leftovers of a run killed
+// before its cleanup can be found: kubectl get trainingruntimes,trainjobs -A
+// -l tcpxogen.dev/validation-run.
+const RunLabel = "tcpxogen.dev/validation-run"
+
+// Options are what a run is asked to do; AddFlags binds them to the
+// command's flags, whose names the messages use.
+type Options struct {
+	Recipe, Kubeconfig, KubeContext, Namespace string
+	Image, TrainerManifests, Out               string
+	// Root is the repository root holding bom/; empty finds it upwards
+	// from the working directory.
+	Root    string
+	Nodes   int
+	Timeout time.Duration
+	DryRun  bool
+}
+
+// AddFlags binds o to fs with the defaults. The validator owns what its
+// options mean; the command owns its name and exit codes.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Recipe, "recipe", "", "recipe of the cluster: criteria, declared components, GPU-NIC mapping and the busbw floor (required)")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the pod's service account)")
+	fs.StringVar(&o.KubeContext, "context", "", "kubeconfig context (default: the current context)")
+	fs.StringVar(&o.Namespace, "namespace", DefaultNamespace, "namespace the benchmark TrainingRuntime and TrainJob are created in; it must exist")
+	fs.StringVar(&o.Image, "benchmark-image", "", "override the benchmark image (default: the pinned installer image, which carries the MPI build of nccl-tests and sshd); pinned as repo:tag@sha256:<64 hex>, with all_reduce_perf and sshd where the installer image has them")
+	fs.IntVar(&o.Nodes, "nodes", int(derive.DefaultNumNodes), "GPU nodes the benchmark spans (at least 2)")
+	fs.StringVar(&o.TrainerManifests, "trainer-manifests", "", "the pinned Kubeflow Trainer's install manifests, used only when the policy installs the trainer (the recipe does not declare it and the cluster has none); default: rendered offline from the trainer's and JobSet's Go modules")
+	fs.DurationVar(&o.Timeout, "timeout", DefaultTimeout, "bound on the live run: trainer install, benchmark and waiting for it (teardown has its own bound)")
+	fs.StringVar(&o.Out, "out", ".", "directory for the report, the chart and the launcher log")
+	fs.StringVar(&o.Root, "root", "", "repository root holding bom/ (default: found upwards from the working directory)")
+	fs.BoolVar(&o.DryRun, "dry-run", false, "print the plan and stop; only reads the cluster")
+}
+
+// InputError marks a rejection of the user's input (a flag, the recipe,
+// the trainer manifests, the kubeconfig): only the user can fix it, and the
+// command exits 2 for it.
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+func badInput(format string, a ...any) error { return &InputError{fmt.Errorf(format, a...)} }
+
+// ConnectFunc builds the clients from --kubeconfig and --context; Connect
+// is the real one, tests pass fakes.
+type ConnectFunc func(kubeconfig, kubeContext string) (*Clients, error)
+
+// Run validates as o asks: it checks the input, connects, decides the plan
+// and prints it to out, and, unless o.DryRun or the plan is refused, carries
+// it out (progress to errOut). The error is an *InputError for bad input.
+func Run(ctx context.Context, o Options, connect ConnectFunc, out, errOut io.Writer) error {
+	v, err := prepare(o)
+	if err != nil {
+		return err
+	}
+	cl, err := connect(o.Kubeconfig, o.KubeContext)
+	if err != nil {
+		return err
+	}
+	if err := reachable(cl); err != nil {
+		return err
+	}
+	if err := v.preflight(ctx, cl); err != nil {
+		return err
+	}
+	v.writePlan(out)
+	if err := v.refusal(); err != nil {
+		return err
+	}
+	if o.DryRun {
+		return nil
+	}
+	return v.execute(ctx, cl, streams{Out: out, Err: errOut})
+}
+
+// streams are where a live run reports: the plan and summary to Out,
+// progress to Err.
+type streams struct{ Out, Err io.Writer }
+
+// prepare does everything that needs no cluster: flags, recipe, the render
+// of the shipped runtime from the recipe's mapping, the benchmark parameters
+// (checked by deriving from that render, so the rules are derive's own) and
+// the trainer manifests. All of it is bad input when wrong, and it is
+// reported before anything is read from a cluster.
+func prepare(o Options) (*validation, error) {
+	if o.Recipe == "" {
+		return nil, badInput("--recipe is required: give the recipe file of the cluster being validated")
+	}
+	if o.Timeout <= 0 {
+		return nil, badInput("--timeout %s: give a positive duration, e.g. 45m", o.Timeout)
+	}
+	if o.Nodes < 2 || o.Nodes > 1<<15 {
+		return nil, badInput("--nodes %d: the benchmark spans at least 2 GPU nodes (on one node NCCL never uses the GPU NICs)", o.Nodes)
+	}
+	rec, err := recipe.Load(o.Recipe)
+	if err != nil {
+		return nil, badInput("%w", err)
+	}
+	floor, err := floorOf(rec)
+	if err != nil {
+		return nil, badInput("recipe %s: %w", o.Recipe, err)
+	}
+	root, err := bom.ResolveRoot(o.Root)
+	if err != nil {
+		return nil, badInput("%w", err)
+	}
+	in, err := runtimes.LoadInputs(root)
+	if err != nil {
+		return nil, badInput("%w", err)
+	}
+	rendered, err := runtimes.TorchRuntime(in, runtimes.Options{Interfaces: rec.Interfaces()})
+	if err != nil {
+		return nil, badInput("recipe %s: its configuration does not render %s: %w", o.Recipe, runtimes.RuntimeName, err)
+	}
+	runID, err := newRunID()
+	if err != nil {
+		return nil, err
+	}
+	// The benchmark runs from the pinned installer image, as Google's own
+	// nccl-tests samples do; --benchmark-image replaces only the image.
+	params := derive.ParamsFor(in.Facts)
+	params.Namespace, params.Name, params.NumNodes = o.Namespace, "nccl-tests-tcpxo-"+runID, int32(o.Nodes)
+	if o.Image != "" {
+		params.Image = o.Image
+	}
+	if _, err := derive.Derive(rendered, params); err != nil {
+		if errors.Is(err, derive.ErrParams) {
+			return nil, badInput("benchmark (--benchmark-image, --namespace, --nodes): %w", err)
+		}
+		return nil, fmt.Errorf("the %s rendered from the recipe cannot be benchmarked, which is a bug in tcpxogen: %w", runtimes.RuntimeName, err)
+	}
+	if !o.DryRun {
+		if err := writableDir(o.Out); err != nil {
+			return nil, badInput("--out: %w", err)
+		}
+	}
+	v := &validation{opts: o, rec: rec, in: in, rendered: rendered, floor: floor, runID: runID, params: params}
+	if o.TrainerManifests != "" {
+		if v.trainerObjs, err = loadTrainerManifests(o.TrainerManifests, in.BOM); err != nil {
+			return nil, badInput("%w", err)
+		}
+	}
+	return v, nil
+}
+
+// floorOf turns the recipe's nccl-all-reduce-bw constraint into the floor
+// busbw judges with. busbw passes a run at >= 0.9 × the declared value for
+// both ">=" and ">": the 10% allowance for run-to-run variance dwarfs the
+// difference between the two at the boundary.
+func floorOf(rec *recipe.Recipe) (busbw.Floor, error) {
+	_, gbps := rec.Floor()
+	f, err := busbw.ParseFloor(strconv.FormatFloat(gbps, 'f', -1, 64))
+	if err != nil {
+		return busbw.Floor{}, fmt.Errorf("constraint %s: %w", recipe.ConstraintAllReduceBW, err)
+	}
+	return f, nil
+}
+
+// writableDir makes sure the results can be written before a run of tens of
+// minutes, rather than failing to save them at its end.
+func writableDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("%w; give a directory the results can be written to", err)
+	}
+	f, err := os.CreateTemp(dir, ".tcpxogen-validate-*")
+	if err != nil {
+		return fmt.Errorf("%s is not writable: %w", dir, err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
+// newRunID names one run's objects; random so that two runs (or a run and
+// the leftovers of an interrupted one) never collide.
+func newRunID() (string, error) {
+	b := make([]byte, 3)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("generating a run ID: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// validation is one run: its inputs, what preflight found, and the plan.
+type validation struct {
+	opts     Options
+	rec      *recipe.Recipe
+	in       *runtimes.Inputs
+	rendered *trainer.ClusterTrainingRuntime
+	floor    busbw.Floor
+	runID    string
+	params   derive.Params
+	// trainerObjs are the --trainer-manifests objects, in apply order.
+	trainerObjs []*unstructured.Unstructured
+
+	preflightResult
+}
