@@ -127,15 +127,10 @@ func (v *validation) benchmark(ctx context.Context, cl *Clients, s streams) (err
 	// rejects the TrainJob saying the runtime "must be created before the
 	// TrainJob is created". That rejection is retried for a while; any
 	// other is final. Found by the e2e suite (e2e/), intermittently.
-	err = wait.PollUntilContextTimeout(ctx, runtimeCacheRetry, runtimeCacheWait, true, func(context.Context) (bool, error) {
+	if err := retryRuntimeNotCached(ctx, runtimeCacheRetry, runtimeCacheWait, func() error {
 		_, err := create(v.trainJob)
-		if err != nil && strings.Contains(err.Error(), runtimeNotCached) {
-			progress(s.Err, "retrying", describe(mustUnstructured(v.trainJob)), err)
-			return false, nil
-		}
-		return true, err
-	})
-	if err != nil {
+		return err
+	}, func(err error) { progress(s.Err, "retrying", describe(mustUnstructured(v.trainJob)), err) }); err != nil {
 		return err
 	}
 
@@ -300,6 +295,29 @@ const (
 	runtimeCacheRetry = 500 * time.Millisecond
 	runtimeCacheWait  = 30 * time.Second
 )
+
+// retryRuntimeNotCached calls create until it succeeds or fails otherwise
+// than with runtimeNotCached, every `every` for at most within (calling
+// retrying with each such rejection). When the time runs out, or ctx ends,
+// while the webhook still rejects, the error is that rejection (the
+// TrainJob and the webhook's words), not the poll's bare deadline.
+func retryRuntimeNotCached(ctx context.Context, every, within time.Duration, create func() error, retrying func(error)) error {
+	var rejected error
+	start := time.Now()
+	err := wait.PollUntilContextTimeout(ctx, every, within, true, func(context.Context) (bool, error) {
+		err := create()
+		if err != nil && strings.Contains(err.Error(), runtimeNotCached) {
+			rejected = err
+			retrying(err)
+			return false, nil
+		}
+		return true, err
+	})
+	if err != nil && rejected != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+		return fmt.Errorf("%w; retried for %s, the trainer's cache still lacked the runtime (%w)", rejected, time.Since(start).Round(100*time.Millisecond), err)
+	}
+	return err
+}
 
 // mustUnstructured is toUnstructured for describing an object in a
 // progress line; a conversion error describes nothing.

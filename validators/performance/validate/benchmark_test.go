@@ -2,6 +2,7 @@ package validate
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,5 +96,74 @@ func TestLiveRunCreatesThenDeletesInReverse(t *testing.T) {
 	}
 	if data, err := os.ReadFile(filepath.Join(out, LogFile)); err != nil || len(data) == 0 {
 		t.Errorf("the launcher log was not kept: %v", err)
+	}
+}
+
+// The TrainJob create is retried only while the trainer's webhook says the
+// runtime must be created first; any other error is final at once, and a
+// rejection that outlasts the retries is reported in the webhook's words.
+func TestRetryRuntimeNotCached(t *testing.T) {
+	notCached := errors.New(`creating TrainJob default/j: admission webhook denied the request: TrainingRuntime nccl-tests-tcpxo-x must be created before the TrainJob is created`)
+	other := errors.New("creating TrainJob default/j: forbidden")
+	for _, tc := range []struct {
+		name    string
+		create  func(call int) error
+		within  time.Duration
+		calls   int // -1: any number
+		wantErr []string
+		wraps   error
+	}{
+		{"created at once", func(int) error { return nil }, time.Second, 1, nil, nil},
+		{"created once the cache catches up", func(call int) error {
+			if call < 3 {
+				return notCached
+			}
+			return nil
+		}, time.Second, 3, nil, nil},
+		{"another rejection is final", func(int) error { return other }, time.Second, 1, []string{"forbidden"}, other},
+		{"the cache never catches up", func(int) error { return notCached }, 30 * time.Millisecond, -1,
+			[]string{"TrainJob default/j", "must be created before the TrainJob is created", "retried for", "context deadline exceeded"}, notCached},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls, retries := 0, 0
+			err := retryRuntimeNotCached(context.Background(), 5*time.Millisecond, tc.within, func() error {
+				calls++
+				return tc.create(calls)
+			}, func(err error) {
+				retries++
+				if !errors.Is(err, notCached) {
+					t.Errorf("retrying reported %v, want the webhook's rejection", err)
+				}
+			})
+			if tc.calls >= 0 && calls != tc.calls {
+				t.Errorf("%d creates, want %d", calls, tc.calls)
+			}
+			if err == nil && retries != calls-1 {
+				t.Errorf("%d retries reported, want %d", retries, calls-1)
+			}
+			if tc.wantErr == nil {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("no error, want one mentioning %q", tc.wantErr)
+			}
+			for _, w := range tc.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+			if !errors.Is(err, tc.wraps) {
+				t.Errorf("error %v does not wrap %v", err, tc.wraps)
+			}
+			if tc.wraps == other && retries != 0 {
+				t.Errorf("%d retries of a final rejection", retries)
+			}
+			if tc.wraps == notCached && retries != calls {
+				t.Errorf("%d retries reported for %d rejected creates", retries, calls)
+			}
+		})
 	}
 }
