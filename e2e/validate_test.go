@@ -197,7 +197,8 @@ func TestValidatePreflights(t *testing.T) {
 }
 
 // runLabel is the label validate puts on everything it creates
-// (validatecmd.RunLabel; an internal package of the CLI).
+// (validate.RunLabel), spelled out here: it is what users select leftovers
+// by, so a rename must fail this suite.
 const runLabel = "tcpxogen.dev/validation-run"
 
 // TestValidateCleanupAfterFailure runs validate live with the trainer

@@ -8,7 +8,7 @@
 // come from client-go's fake clientset, composed with the server the way
 // lifecycle.KubeCluster composes its two clients.
 //
-//	go test -tags apiserver ./tools/tcpxogen/internal/validatecmd/
+//	go test -tags apiserver ./validators/performance/validate/
 //
 // Not with -trimpath: the server fixtures find their certificates through
 // runtime.Caller.
