@@ -19,6 +19,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 )
 
 // ErrRefused marks a target that is not, and does not lead to, a regular
@@ -59,7 +61,7 @@ func Target(path string) (string, error) {
 		case fi.Mode().IsRegular():
 			return p, nil
 		}
-		return "", refused(path, "is "+modeWord(fi.Mode())+"; give a file path (the output is written to a new file and renamed into place)")
+		return "", refused(path, "is "+inputfile.KindOf(fi.Mode())+"; give a file path (the output is written to a new file and renamed into place)")
 	}
 	return "", refused(path, fmt.Sprintf("is a chain of more than %d symlinks", maxLinks))
 }
@@ -74,7 +76,7 @@ func parentIsDir(path, target string) error {
 		case err == nil && fi.IsDir():
 			return nil
 		case err == nil:
-			return refused(path, dir+" is "+modeWord(fi.Mode())+", not a directory")
+			return refused(path, dir+" is "+inputfile.KindOf(fi.Mode())+", not a directory")
 		case !errors.Is(err, fs.ErrNotExist):
 			return fmt.Errorf("output %s: %w", path, err)
 		}
@@ -86,22 +88,6 @@ func parentIsDir(path, target string) error {
 
 func refused(path, why string) error {
 	return fmt.Errorf("output %s %s: %w", path, why, ErrRefused)
-}
-
-func modeWord(m fs.FileMode) string {
-	switch t := m.Type(); {
-	case t&fs.ModeDir != 0:
-		return "a directory"
-	case t&fs.ModeNamedPipe != 0:
-		return "a FIFO (named pipe)"
-	case t&fs.ModeSocket != 0:
-		return "a socket"
-	case t&fs.ModeCharDevice != 0:
-		return "a character device"
-	case t&fs.ModeDevice != 0:
-		return "a block device"
-	}
-	return "not a regular file (" + m.Type().String() + ")"
 }
 
 // Write replaces path with data via a temp file in the same directory and a

@@ -5,7 +5,13 @@
 // image. It must never import generated/: the extractor links it.
 package facts
 
-import "github.com/tcpxogen/tcpxogen/internal/guestconfig"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
+)
 
 // EnvVar is one environment variable: of an NCCL env profile, in export
 // order, or of the release table (bom/releases.yaml).
@@ -140,3 +146,15 @@ type Provenance struct {
 
 // VersionOfRecord explains where PluginVersion comes from; emitted verbatim.
 const VersionOfRecord = "the pinned installer image tag: the plugin compiles its version in as integers and the image carries no version string or label"
+
+// CUDAMajor returns the major of a CUDA version such as "12.8.0" or "12.8":
+// the NCCL plugin loads libcudart.so.<major> from the workload image, so the
+// major is what the installer and the worker must share.
+func CUDAMajor(version string) (int, error) {
+	major, _, _ := strings.Cut(version, ".")
+	n, err := strconv.Atoi(major)
+	if err != nil || n <= 0 || n > 99 {
+		return 0, fmt.Errorf("CUDA version %q does not start with a major version number", version)
+	}
+	return n, nil
+}

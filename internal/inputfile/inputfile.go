@@ -182,7 +182,7 @@ func Open(path string, s Spec) (*File, error) {
 		return nil, s.errorf(path, err, "")
 	}
 	if !st.Mode().IsRegular() {
-		return nil, s.errorf(path, ErrNotRegular, "is %s, not a regular file: give a file", modeWord(st.Mode()))
+		return nil, s.errorf(path, ErrNotRegular, "is %s, not a regular file: give a file", KindOf(st.Mode()))
 	}
 	f, err := openNonBlocking(path)
 	if err != nil {
@@ -196,7 +196,7 @@ func Open(path string, s Spec) (*File, error) {
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()
-		return nil, s.errorf(path, ErrNotRegular, "is %s, not a regular file: give a file", modeWord(st.Mode()))
+		return nil, s.errorf(path, ErrNotRegular, "is %s, not a regular file: give a file", KindOf(st.Mode()))
 	}
 	// One byte past the limit tells a file over it from one exactly at it.
 	in := &File{f: f, spec: s, path: path, size: st.Size(), r: io.LimitReader(f, s.max()+min(1, math.MaxInt64-s.max()))}
@@ -226,7 +226,9 @@ func within(path string, s Spec) error {
 	return nil
 }
 
-func modeWord(m fs.FileMode) string {
+// KindOf names what a non-regular file is ("a FIFO (named pipe)", "a
+// character device", ...), for messages that refuse it; outputs use it too.
+func KindOf(m fs.FileMode) string {
 	switch t := m.Type(); {
 	case t&fs.ModeDir != 0:
 		return "a directory"

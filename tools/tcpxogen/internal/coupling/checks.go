@@ -581,7 +581,7 @@ func checkWorkerCUDA(_ context.Context, t *Tree) Result {
 	if r := need(files, t.BOMErr, t.GeneratedErr); r != nil {
 		return *r
 	}
-	installer, err := extract.CUDAMajor(t.Generated.CUDAVersion)
+	installer, err := facts.CUDAMajor(t.Generated.CUDAVersion)
 	if err != nil {
 		return fail(files, regenerate, "generated CUDAVersion: %v", err)
 	}

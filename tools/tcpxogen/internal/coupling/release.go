@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/internal/facts"
 )
 
 // ReleaseOptions tune the release gate.
@@ -166,7 +166,7 @@ func checkWorkerCUDAConfig(ctx context.Context, t *Tree, opts ReleaseOptions) Re
 		return fail(files, "pin a worker image whose config sets CUDA_VERSION or whose tag states cudaX.Y",
 			"worker %s: neither its config nor its tag says which CUDA it was built for", w.Reference)
 	}
-	major, err := strconv.Atoi(strings.SplitN(version, ".", 2)[0])
+	major, err := facts.CUDAMajor(version)
 	if err != nil || major != w.CUDAMajor {
 		return fail(files, "set images.worker.cudaMajor to what the image is built for, then pin a worker matching the installer",
 			"worker %s is CUDA %s by %s, but %s declares cudaMajor %d", w.Reference, version, from, bom.RepoPath, w.CUDAMajor)

@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/tcpxogen/tcpxogen/internal/excerpt"
 	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/imagefs"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/imagesource"
@@ -40,7 +41,7 @@ func installerFacts(cfg *v1.ConfigFile, scan *imagefs.Result, f *facts.Facts) er
 	f.CUDAVersion = envOf(cfg, CUDAVersionEnv)
 	if f.CUDAVersion == "" {
 		errs = append(errs, fmt.Errorf("the installer image config sets no %s: tcpxogen cannot tell which CUDA major the worker image needs (the published image inherits it from its nvidia/cuda base)", CUDAVersionEnv))
-	} else if _, err := CUDAMajor(f.CUDAVersion); err != nil {
+	} else if _, err := facts.CUDAMajor(f.CUDAVersion); err != nil {
 		errs = append(errs, fmt.Errorf("installer image config: %w", err))
 	}
 	f.InstallerEntrypoint = append([]string(nil), cfg.Config.Entrypoint...)
@@ -66,16 +67,6 @@ func envOf(cfg *v1.ConfigFile, name string) string {
 	return ""
 }
 
-// CUDAMajor returns the major of a CUDA version such as "12.8.0".
-func CUDAMajor(version string) (int, error) {
-	major, _, _ := strings.Cut(version, ".")
-	n, err := strconv.Atoi(major)
-	if err != nil || n <= 0 || n > 99 {
-		return 0, fmt.Errorf("CUDA version %q does not start with a major version number", version)
-	}
-	return n, nil
-}
-
 // sshdPort returns the port sshd_config makes sshd listen on. Port lines
 // accumulate in sshd, so more than one is ambiguous for the benchmark; with
 // none, sshd uses 22 unless an Include'd file (not read here) sets one.
@@ -98,7 +89,7 @@ func sshdPort(name string, data []byte) (int, error) {
 			}
 			p, err := strconv.Atoi(fields[1])
 			if err != nil || p < 1 || p > 65535 {
-				return 0, fmt.Errorf("%s line %d: port %q is not a number from 1 to 65535", name, n, truncate(fields[1]))
+				return 0, fmt.Errorf("%s line %d: port %s is not a number from 1 to 65535", name, n, excerpt.Quote(fields[1]))
 			}
 			ports, lines = append(ports, p), append(lines, n)
 		}
@@ -115,14 +106,6 @@ func sshdPort(name string, data []byte) (int, error) {
 		return 0, fmt.Errorf("%s sets no Port but includes other files (line %d): tcpxogen reads only the main file and cannot tell the port", name, include)
 	}
 	return 22, nil
-}
-
-func truncate(s string) string {
-	const max = 40
-	if len(s) > max {
-		return s[:max] + "…"
-	}
-	return s
 }
 
 // daemonFacts extracts the tcpxo-daemon's entrypoint and the mode of the
@@ -177,7 +160,7 @@ func EntryScript(entrypoint []string) (string, error) {
 		script = entrypoint[0]
 	}
 	if !path.IsAbs(script) || path.Clean(script) != script {
-		return "", fmt.Errorf("the entrypoint %q runs %q, which is not an absolute path: tcpxogen must learn this entrypoint's shape", entrypoint, truncate(script))
+		return "", fmt.Errorf("the entrypoint %q runs %s, which is not an absolute path: tcpxogen must learn this entrypoint's shape", entrypoint, excerpt.Quote(script))
 	}
 	return script, nil
 }

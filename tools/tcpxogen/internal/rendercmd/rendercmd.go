@@ -267,6 +267,9 @@ func parseTolerations(in []string) ([]corev1.Toleration, error) {
 
 // cudaNote names the CUDA major a worker image needs and why.
 func cudaNote(p facts.Facts) string {
-	major, _, _ := strings.Cut(p.CUDAVersion, ".")
-	return fmt.Sprintf("%s (installer %s is built on CUDA %s and its NCCL plugin loads libcudart.so.%s from the worker image)", major, p.PluginVersion, p.CUDAVersion, major)
+	major, err := facts.CUDAMajor(p.CUDAVersion)
+	if err != nil {
+		return fmt.Sprintf("%s (the installer's CUDA version %s names no major: regenerate)", p.CUDAVersion, p.CUDAVersion)
+	}
+	return fmt.Sprintf("%d (installer %s is built on CUDA %s and its NCCL plugin loads libcudart.so.%d from the worker image)", major, p.PluginVersion, p.CUDAVersion, major)
 }
