@@ -90,4 +90,4 @@ test-short:
 # BENCH_SIZE is the synthetic base size (default 2 GiB).
 BENCH_SIZE ?= 2147483648
 bench: deps
-	$(GO) run ./tools/tcpxogen/internal/bench --size $(BENCH_SIZE)
+	$(GO) run ./tools/bench --size $(BENCH_SIZE)

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tcpxogen/tcpxogen/e2e/harness"
+	"github.com/tcpxogen/tcpxogen/internal/docgen"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/validators/performance/podcheck"
 	"github.com/tcpxogen/tcpxogen/validators/realize"
@@ -112,7 +113,7 @@ func TestGuideExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := yamlBlocks(data)
+	blocks := docgen.YAMLBlocks(data)
 	if len(blocks) < 8 {
 		t.Fatalf("only %d YAML examples in %s: the guide lost its examples", len(blocks), page)
 	}

@@ -47,36 +47,6 @@ func run(m *testing.M) int {
 	return code
 }
 
-// yamlBlock is one ```yaml fence of a Markdown page: the same extraction
-// as tools/tcpxogen/internal/docgen.YAMLBlocks (an internal package, not
-// importable from this module).
-type yamlBlock struct {
-	Line    int
-	Info    string
-	Content []byte
-}
-
-func yamlBlocks(page []byte) []yamlBlock {
-	var out []yamlBlock
-	var cur *yamlBlock
-	var body bytes.Buffer
-	for n, line := range strings.Split(string(page), "\n") {
-		trimmed := strings.TrimSpace(line)
-		switch {
-		case cur == nil && strings.HasPrefix(trimmed, "```yaml"):
-			cur = &yamlBlock{Line: n + 1, Info: strings.TrimSpace(strings.TrimPrefix(trimmed, "```yaml"))}
-			body.Reset()
-		case cur != nil && trimmed == "```":
-			cur.Content = append([]byte(nil), body.Bytes()...)
-			out = append(out, *cur)
-			cur = nil
-		case cur != nil:
-			body.WriteString(line + "\n")
-		}
-	}
-	return out
-}
-
 // documents splits multi-document YAML, dropping empty documents.
 func documents(data []byte) [][]byte {
 	var out [][]byte

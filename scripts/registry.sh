@@ -10,7 +10,7 @@
 # port is chosen by the kernel (http.addr 127.0.0.1:0) so several registries
 # can run side by side; go-containerregistry speaks plain HTTP to loopback
 # hosts without extra flags. This mirrors
-# tools/tcpxogen/internal/registrytest, which tests use instead.
+# internal/registrytest, which tests use instead.
 set -euo pipefail
 
 BIN=${DOCKER_REGISTRY:-/usr/bin/docker-registry}

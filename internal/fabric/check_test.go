@@ -1,6 +1,8 @@
 package fabric
 
 import (
+	"github.com/tcpxogen/tcpxogen/internal/reconstruction"
+
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,9 +18,16 @@ import (
 	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
 )
 
-// reconstructionPlugins holds a reconstructed installer's guest configs.
-func reconstructionPlugins(version string) string {
-	return filepath.Join("..", "..", "testdata", "installer", version, "layers", "80-precompiled", "plugins")
+// reconstructionPlugin is where a reconstructed installer's file under
+// /plugins lives on disk (its own layer or one it shares with another
+// release).
+func reconstructionPlugin(t *testing.T, version, name string) string {
+	t.Helper()
+	p, err := reconstruction.LayerFile(filepath.Join("..", "..", "testdata", "installer", version), "plugins/"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func loadRules(t *testing.T, rel string) []guestconfig.Rule {
@@ -27,7 +36,7 @@ func loadRules(t *testing.T, rel string) []guestconfig.Rule {
 	// config; anything else is under guestconfig's testdata.
 	path := filepath.Join("..", "guestconfig", "testdata", rel)
 	if parts := strings.Split(filepath.ToSlash(rel), "/"); len(parts) == 3 && parts[0] == "reconstruction" {
-		path = filepath.Join(reconstructionPlugins(parts[1]), parts[2])
+		path = reconstructionPlugin(t, parts[1], parts[2])
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {

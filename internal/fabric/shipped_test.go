@@ -1,6 +1,8 @@
 package fabric_test
 
 import (
+	"github.com/tcpxogen/tcpxogen/internal/reconstruction"
+
 	"os"
 	"path/filepath"
 	"testing"
@@ -27,7 +29,7 @@ func TestShippedEnvKeepsTheFabric(t *testing.T) {
 		runtimes.ProfileSimple:  "a3plus_guest_config_simple.textproto",
 	} {
 		t.Run(profile, func(t *testing.T) {
-			path := filepath.Join(reconstructionPlugins(tcpxo.PluginVersion), file)
+			path := reconstructionPlugin(t, tcpxo.PluginVersion, file)
 			data, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
@@ -77,7 +79,14 @@ func TestKnownValuesMatchTheWiring(t *testing.T) {
 	}
 }
 
-// reconstructionPlugins holds a reconstructed installer's guest configs.
-func reconstructionPlugins(version string) string {
-	return filepath.Join("..", "..", "testdata", "installer", version, "layers", "80-precompiled", "plugins")
+// reconstructionPlugin is where a reconstructed installer's file under
+// /plugins lives on disk (its own layer or one it shares with another
+// release).
+func reconstructionPlugin(t *testing.T, version, name string) string {
+	t.Helper()
+	p, err := reconstruction.LayerFile(filepath.Join("..", "..", "testdata", "installer", version), "plugins/"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -1,6 +1,8 @@
 package guestconfig_test
 
 import (
+	"github.com/tcpxogen/tcpxogen/internal/reconstruction"
+
 	"os"
 	"path/filepath"
 	"slices"
@@ -37,7 +39,7 @@ func TestReconstructionMatchesProfiles(t *testing.T) {
 				map[string]string{"NCCL_CROSS_NIC": "0", "NCCL_ALGO": "Ring,Tree", "NCCL_PROTO": "Simple", "NCCL_MIN_NCHANNELS": "4"}},
 		} {
 			t.Run(version+"/"+tc.file, func(t *testing.T) {
-				path := filepath.Join(plugins(version), tc.file)
+				path := plugin(t, version, tc.file)
 				data, err := os.ReadFile(path)
 				if err != nil {
 					t.Fatal(err)
@@ -78,7 +80,7 @@ func TestReconstructionMatchesProfiles(t *testing.T) {
 // reconstruction must not list them.
 func TestReconstructionDefaultOmitsUnexpected(t *testing.T) {
 	for _, version := range []string{"v1.0.15", "v1.0.14"} {
-		path := filepath.Join(plugins(version), "a3plus_guest_config.textproto")
+		path := plugin(t, version, "a3plus_guest_config.textproto")
 		data, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
@@ -96,6 +98,14 @@ func TestReconstructionDefaultOmitsUnexpected(t *testing.T) {
 }
 
 // plugins is where a reconstructed installer keeps its guest configs.
-func plugins(version string) string {
-	return filepath.Join("..", "..", "testdata", "installer", version, "layers", "80-precompiled", "plugins")
+// plugin is where a reconstructed installer's file under
+// /plugins lives on disk (its own layer or one it shares with another
+// release).
+func plugin(t *testing.T, version, name string) string {
+	t.Helper()
+	p, err := reconstruction.LayerFile(filepath.Join("..", "..", "testdata", "installer", version), "plugins/"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/internal/coupling"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/coupling"
 	"github.com/tcpxogen/tcpxogen/validators/realize"
 	"github.com/tcpxogen/tcpxogen/validators/wiring"
 )

@@ -81,12 +81,16 @@ func Main(ctx context.Context, args []string, s Streams, commands Commands) int 
 }
 
 // isBadInput reports whether err is the user's to fix (exit 2): marked so by
-// the command, or a file input or output target the helpers refused, which
-// every command reports the same way whether or not it marked it.
+// the command, by a library (an error with a BadInput method that says so:
+// libraries cannot import this package), or a file input or output target
+// the helpers refused, which every command reports the same way whether or
+// not it marked it.
 func isBadInput(err error) bool {
 	var ue usageError
 	var ie *inputfile.Error
-	return errors.As(err, &ue) || errors.Is(err, atomicfile.ErrRefused) || errors.As(err, &ie)
+	var marked interface{ BadInput() bool }
+	return errors.As(err, &ue) || errors.Is(err, atomicfile.ErrRefused) || errors.As(err, &ie) ||
+		(errors.As(err, &marked) && marked.BadInput())
 }
 
 // watchedWriter remembers the first write error, so a command that ignores

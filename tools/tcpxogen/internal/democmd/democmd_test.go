@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
+	"github.com/tcpxogen/tcpxogen/internal/coupling"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/coupling"
 )
 
 func TestDemo(t *testing.T) {

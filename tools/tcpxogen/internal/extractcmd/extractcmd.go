@@ -13,10 +13,10 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/internal/atomicfile"
+	"github.com/tcpxogen/tcpxogen/internal/emit"
+	"github.com/tcpxogen/tcpxogen/internal/extract"
+	"github.com/tcpxogen/tcpxogen/internal/imagefs"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/emit"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/extract"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/imagefs"
 )
 
 // GeneratedFile is the emitted file's name inside --out.

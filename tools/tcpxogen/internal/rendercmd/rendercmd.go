@@ -17,11 +17,11 @@ import (
 	"github.com/tcpxogen/tcpxogen/internal/atomicfile"
 	"github.com/tcpxogen/tcpxogen/internal/excerpt"
 	"github.com/tcpxogen/tcpxogen/internal/facts"
+	"github.com/tcpxogen/tcpxogen/internal/goldens"
 	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/goldens"
 )
 
 // Commands returns the render command set.

@@ -12,8 +12,8 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
+	"github.com/tcpxogen/tcpxogen/internal/sbom"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/sbom"
 )
 
 func runSBOM(t *testing.T, args ...string) (int, string, string) {

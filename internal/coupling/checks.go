@@ -1,0 +1,595 @@
+package coupling
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/internal/emit"
+	"github.com/tcpxogen/tcpxogen/internal/extract"
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
+	"github.com/tcpxogen/tcpxogen/internal/facts"
+	"github.com/tcpxogen/tcpxogen/internal/goldens"
+	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
+	"github.com/tcpxogen/tcpxogen/internal/imagesource"
+	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/validators/performance/derive"
+	"github.com/tcpxogen/tcpxogen/validators/wiring"
+)
+
+const regenerate = "run `go generate ./...` and commit the result"
+
+// Checks is the ordered table of invariants.
+func Checks() []Check {
+	return []Check{
+		{"generated-matches-bom", "generated provenance pins the BOM's installer", checkGeneratedMatchesBOM},
+		{"daemon-is-published-pair", "the BOM daemon is the published pair of the BOM installer", checkPublishedPair},
+		{"images-pinned-from-bom", "every manifest image is digest-pinned and is the BOM's entry for its role", checkImages},
+		{"shipped-env-is-profile-plus-overrides", "the shipped env is the extracted profile with the reviewed overrides", checkShippedEnv},
+		{"profile-files-shipped", "every file the profile points into the library directory is shipped", checkProfileFiles},
+		{"published-differences-decided", "every difference from the published NCCL list has a recorded decision", checkPublishedDifferences},
+		{"benchmark-wiring-matches", "the benchmark runtime's wiring equals the shipped runtime's", checkBenchmarkWiring},
+		{"generated-output-reproducible", "re-extracting from the recorded source reproduces the generated code and goldens", checkReproducible},
+		{"no-retired-daemon-flags", "no tcpxo-daemon argument is a flag the release notes retired", checkRetiredFlags},
+		{"trainer-version-matches-gomod", "the BOM's trainer version is the one go.mod links", checkTrainerVersion},
+		{"daemon-invocation-runs-image-script", "the shipped tcpxo-daemon command runs the entry script the daemon image carries", checkDaemonInvocation},
+		{"shipped-env-keeps-the-fabric", "the shipped env of every profile, overrides applied, keeps the guest config's rules and the fabric settings", checkKeepsFabric},
+		{"worker-cuda-matches-installer", "the worker image's CUDA major is the installer's (the plugin loads its libcudart)", checkWorkerCUDA},
+	}
+}
+
+// need returns a failing result when an input the check reads did not load.
+func need(files []string, errs ...error) *Result {
+	if err := errors.Join(errs...); err != nil {
+		r := fail(files, "fix the file named in the error", "cannot run: %v", err)
+		return &r
+	}
+	return nil
+}
+
+func checkGeneratedMatchesBOM(_ context.Context, t *Tree) Result {
+	files := []string{GeneratedFile, bom.RepoPath}
+	if r := need(files, t.BOMErr, t.GeneratedErr); r != nil {
+		return *r
+	}
+	g, inst := t.Generated, t.BOM.Images.Installer
+	pairs := []struct{ what, generated, bomValue string }{
+		{"pinned installer reference", g.Provenance.Pinned, inst.Reference},
+		{"installer image", g.InstallerImage, inst.Reference},
+		{"plugin version", g.PluginVersion, inst.Version},
+		{"daemon image", g.DaemonImage, t.BOM.Images.Daemon.Reference},
+	}
+	for _, p := range pairs {
+		if p.generated != p.bomValue {
+			return fail(files, regenerate+" (the BOM changed but the generated code did not follow)",
+				"%s: %s has %q, %s has %q", p.what, GeneratedFile, p.generated, bom.RepoPath, p.bomValue)
+		}
+	}
+	return pass("installer %s, daemon %s", inst.Version, t.BOM.Images.Daemon.Version)
+}
+
+func checkPublishedPair(_ context.Context, t *Tree) Result {
+	files := []string{bom.RepoPath, bom.ReleasesRepoPath}
+	if r := need(files, t.BOMErr, t.ReleasesErr); r != nil {
+		return *r
+	}
+	if err := bom.CheckPublished(t.BOM, t.Releases); err != nil {
+		return fail(files, "pin the daemon the release notes publish with the installer (upgrade the installer first)", "%v", err)
+	}
+	p, _ := t.Releases.PairFor(t.BOM.Images.Installer.Version)
+	return pass("installer %s ↔ daemon %s, published %s", p.Installer, p.Daemon, p.Date)
+}
+
+// imageRef is an image reference found in a manifest.
+type imageRef struct{ file, where, ref string }
+
+// manifestImages walks every container and init container of every object.
+func manifestImages(ms []Manifest) []imageRef {
+	var out []imageRef
+	for _, m := range ms {
+		for _, o := range m.Objects {
+			walkContainers(o.Object, func(c map[string]any, where string) {
+				if img, ok := c["image"].(string); ok {
+					out = append(out, imageRef{m.Path, o.GetKind() + "/" + o.GetName() + " " + where, img})
+				}
+			})
+		}
+	}
+	return out
+}
+
+func walkContainers(v any, fn func(map[string]any, string)) {
+	switch x := v.(type) {
+	case map[string]any:
+		for _, key := range []string{"containers", "initContainers"} {
+			if list, ok := x[key].([]any); ok {
+				for _, c := range list {
+					if cm, ok := c.(map[string]any); ok {
+						name, _ := cm["name"].(string)
+						fn(cm, key+"/"+name)
+					}
+				}
+			}
+		}
+		for _, child := range x {
+			walkContainers(child, fn)
+		}
+	case []any:
+		for _, child := range x {
+			walkContainers(child, fn)
+		}
+	}
+}
+
+// repository strips the tag and digest from a reference.
+func repository(ref string) string {
+	repo, _, _ := bom.SplitReference(ref)
+	return repo
+}
+
+func checkImages(_ context.Context, t *Tree) Result {
+	files := append([]string{bom.RepoPath}, ManifestFiles...)
+	errs := []error{t.BOMErr}
+	for _, err := range t.ManifestErrs {
+		errs = append(errs, err)
+	}
+	if r := need(files, errs...); r != nil {
+		return *r
+	}
+	byRepo := map[string]bom.Role{}
+	for _, role := range t.BOM.ImageRoles() {
+		byRepo[role.Image.Repository()] = role
+	}
+	var problems []string
+	imgs := manifestImages(t.Manifests)
+	for _, im := range imgs {
+		role, known := byRepo[repository(im.ref)]
+		_, notPinned := bom.ParsePinned(im.ref)
+		switch {
+		case known && im.ref == role.Image.Reference:
+			// The BOM's own pin, which may be digest-only with a source.
+		case notPinned != nil:
+			problems = append(problems, fmt.Sprintf("%s %s: not pinned by digest: %v", im.file, im.where, notPinned))
+		case !known:
+			problems = append(problems, fmt.Sprintf("%s %s: %q is no BOM role's image (a stray pin)", im.file, im.where, im.ref))
+		case im.ref != role.Image.Reference:
+			problems = append(problems, fmt.Sprintf("%s %s: %q, but the BOM's %s is %q", im.file, im.where, im.ref, role.Name, role.Image.Reference))
+		}
+	}
+	if len(problems) > 0 {
+		return fail(files, "pin images only in bom/bom.yaml and "+regenerate+"; never edit a manifest's image by hand", "%s", strings.Join(problems, "; "))
+	}
+	return pass("%d image references in %d manifests: all BOM pins", len(imgs), len(t.Manifests))
+}
+
+// shippedRuntime decodes the runtime golden's node pod.
+func shippedPod(t *Tree) (*corev1.PodTemplateSpec, error) {
+	m := t.manifest(runtimes.GoldenRuntime)
+	if m == nil {
+		return nil, fmt.Errorf("%s did not load: %v", runtimes.GoldenRuntime, t.ManifestErrs[runtimes.GoldenRuntime])
+	}
+	for _, o := range m.Objects {
+		if o.GetKind() == "ClusterTrainingRuntime" {
+			return nodePod(o)
+		}
+	}
+	return nil, fmt.Errorf("%s holds no ClusterTrainingRuntime", runtimes.GoldenRuntime)
+}
+
+func nodePod(o *unstructured.Unstructured) (*corev1.PodTemplateSpec, error) {
+	jobs, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "replicatedJobs")
+	for _, j := range jobs {
+		jm, _ := j.(map[string]any)
+		if jm["name"] != runtimes.NodeContainer {
+			continue
+		}
+		raw, found, _ := unstructured.NestedMap(jm, "template", "spec", "template")
+		if !found {
+			break
+		}
+		var pod corev1.PodTemplateSpec
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &pod); err != nil {
+			return nil, err
+		}
+		return &pod, nil
+	}
+	return nil, fmt.Errorf("%s/%s has no %q replicated job with a pod template", o.GetKind(), o.GetName(), runtimes.NodeContainer)
+}
+
+func nodeEnv(pod *corev1.PodTemplateSpec) []corev1.EnvVar {
+	for _, c := range pod.Spec.Containers {
+		if c.Name == runtimes.NodeContainer {
+			return c.Env
+		}
+	}
+	return nil
+}
+
+func checkShippedEnv(_ context.Context, t *Tree) Result {
+	files := []string{runtimes.GoldenRuntime, GeneratedFile, bom.OverridesRepoPath}
+	if r := need(files, t.GeneratedErr, t.OverridesErr, t.ReleasesErr); r != nil {
+		return *r
+	}
+	in := &runtimes.Inputs{Facts: *t.Generated, Releases: t.Releases, Overrides: t.Overrides}
+	want, err := in.WorkerEnv(runtimes.ProfileDefault)
+	if err != nil {
+		return fail(files, "delete or update the stale override in "+bom.OverridesRepoPath, "%v", err)
+	}
+	pod, err := shippedPod(t)
+	if err != nil {
+		return fail(files, regenerate, "%v", err)
+	}
+	var diffs []string
+	for _, c := range wiring.DiffEnv(want, nodeEnv(pod)) {
+		diffs = append(diffs, c.String())
+	}
+	if len(diffs) > 0 {
+		return fail(files, "never edit the golden: record a reviewed override in "+bom.OverridesRepoPath+" and "+regenerate,
+			"%s node env differs from profile+overrides: %s", runtimes.GoldenRuntime, strings.Join(diffs, "; "))
+	}
+	return pass("%d variables: %d from the profile, %d reviewed overrides", len(want), len(t.Generated.DefaultProfile), len(t.Overrides.Overrides))
+}
+
+// checkKeepsFabric holds the shipped env of each profile, reviewed
+// overrides applied, to the one fabric rule set: the installer's guest
+// config rules and the variables whose change routes NCCL off the fabric.
+// An override may not break it, whatever its reason: the plugin would abort
+// or hang the workload at NCCL init, or NCCL would silently use TCP.
+func checkKeepsFabric(_ context.Context, t *Tree) Result {
+	files := []string{bom.OverridesRepoPath, GeneratedFile}
+	if r := need(files, t.GeneratedErr, t.OverridesErr, t.ReleasesErr); r != nil {
+		return *r
+	}
+	in := &runtimes.Inputs{Facts: *t.Generated, Releases: t.Releases, Overrides: t.Overrides}
+	var fatal, warnings []string
+	enforced := 0
+	for _, profile := range facts.Profiles {
+		shipped, err := in.WorkerEnv(profile)
+		if err != nil {
+			return fail(files, "delete or update the stale override in "+bom.OverridesRepoPath, "%v", err)
+		}
+		vars, _ := t.Generated.Profile(profile)
+		prof := make([]corev1.EnvVar, 0, len(vars))
+		for _, v := range vars {
+			prof = append(prof, corev1.EnvVar{Name: v.Name, Value: v.Value})
+		}
+		rules := t.Generated.GuestRules(profile)
+		for _, r := range rules {
+			if r.Policy == guestconfig.Enforced {
+				enforced++
+			}
+		}
+		for _, f := range fabric.Check(prof, rules, shipped) {
+			switch f.Severity {
+			case fabric.Fatal:
+				fatal = append(fatal, fmt.Sprintf("%s profile: %s", profile, f))
+			case fabric.Warning:
+				warnings = append(warnings, fmt.Sprintf("%s profile: %s", profile, f.Path))
+			}
+		}
+	}
+	if len(fatal) > 0 {
+		return fail(files, "remove or correct the override in "+bom.OverridesRepoPath+" (a reason cannot make a fabric-losing change safe), then "+regenerate,
+			"%s", strings.Join(fatal, "; "))
+	}
+	msg := fmt.Sprintf("%d profiles keep %d enforced guest-config rules and every fabric setting", len(facts.Profiles), enforced)
+	if len(warnings) > 0 {
+		msg += fmt.Sprintf("; %d warning(s): %s", len(warnings), strings.Join(warnings, ", "))
+	}
+	return pass("%s", msg)
+}
+
+func checkProfileFiles(_ context.Context, t *Tree) Result {
+	files := []string{GeneratedFile}
+	if r := need(files, t.GeneratedErr); r != nil {
+		return *r
+	}
+	g := t.Generated
+	var missing []string
+	refs := extract.ReferencedPluginFiles(g.LibDir, g.DefaultProfile, g.SimpleProfile)
+	for _, name := range refs {
+		if !slices.Contains(g.PluginFiles, name) {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		return fail(files, "the profile points NCCL at files the installer does not ship: re-extract (go generate ./...) or fix the installer pin",
+			"%s not in the extracted plugin list %v", strings.Join(missing, ", "), g.PluginFiles)
+	}
+	return pass("%s all shipped under /plugins", strings.Join(refs, ", "))
+}
+
+func checkPublishedDifferences(_ context.Context, t *Tree) Result {
+	files := []string{bom.ReleasesRepoPath, GeneratedFile, bom.OverridesRepoPath}
+	if r := need(files, t.GeneratedErr, t.ReleasesErr, t.OverridesErr); r != nil {
+		return *r
+	}
+	cfg, ok := t.Releases.ConfigFor(t.Generated.PluginVersion)
+	if !ok {
+		return fail(files, "add the release notes' NCCL config list for "+t.Generated.PluginVersion+" to "+bom.ReleasesRepoPath,
+			"no published NCCL config list for installer %s to compare the profile with", t.Generated.PluginVersion)
+	}
+	decided := map[string]bool{}
+	for _, ov := range t.Overrides.Overrides {
+		decided[ov.Name] = true
+	}
+	published := map[string]string{}
+	for _, e := range cfg.Env {
+		published[e.Name] = e.Value
+	}
+	profile := map[string]string{}
+	for _, e := range t.Generated.DefaultProfile {
+		profile[e.Name] = e.Value
+	}
+	var undecided, differences []string
+	names := slices.AppendSeq(slices.Collect(maps.Keys(published)), maps.Keys(profile))
+	slices.Sort(names)
+	for _, name := range slices.Compact(names) {
+		pv, inPub := published[name]
+		xv, inProf := profile[name]
+		if inPub && inProf && pv == xv {
+			continue
+		}
+		d := fmt.Sprintf("%s: published %s, profile %s", name, show(pv, inPub), show(xv, inProf))
+		differences = append(differences, d)
+		if !decided[name] {
+			undecided = append(undecided, d)
+		}
+	}
+	if len(undecided) > 0 {
+		return fail(files, "review each difference and record the decision in "+bom.OverridesRepoPath+" (e.g. action follow-profile, with a reason)",
+			"undecided differences from %s: %s", cfg.Source, strings.Join(undecided, "; "))
+	}
+	return pass("%d differences from the published list, all decided", len(differences))
+}
+
+func show(v string, ok bool) string {
+	if !ok {
+		return "unset"
+	}
+	return fmt.Sprintf("%q", v)
+}
+
+func checkBenchmarkWiring(_ context.Context, t *Tree) Result {
+	files := []string{runtimes.GoldenRuntime, derive.GoldenPath}
+	bm := t.manifest(derive.GoldenPath)
+	if bm == nil {
+		if _, missing := t.ManifestErrs[derive.GoldenPath]; missing {
+			return Result{Status: Empty, Message: "no benchmark manifest (" + derive.GoldenPath + "): nothing to compare", Files: files}
+		}
+	}
+	shipped, err := typedObject[trainer.ClusterTrainingRuntime](t, runtimes.GoldenRuntime, trainer.ClusterTrainingRuntimeKind)
+	if err != nil {
+		return fail(files, regenerate, "%v", err)
+	}
+	bench, err := typedObject[trainer.TrainingRuntime](t, derive.GoldenPath, trainer.TrainingRuntimeKind)
+	if err != nil {
+		return fail(files, regenerate, "%v", err)
+	}
+	if diffs := derive.WiringEqual(shipped, bench); len(diffs) > 0 {
+		return fail(files, "derive the benchmark from the shipped runtime ("+regenerate+"); never edit it by hand",
+			"the benchmark would measure other wiring than ships: %s", strings.Join(diffs, "; "))
+	}
+	return pass("%s/%s carries the shipped wiring", bench.Namespace, bench.Name)
+}
+
+// typedObject decodes the first object of kind in a loaded manifest.
+func typedObject[T any](t *Tree, rel, kind string) (*T, error) {
+	m := t.manifest(rel)
+	if m == nil {
+		return nil, fmt.Errorf("%s did not load: %v", rel, t.ManifestErrs[rel])
+	}
+	for _, o := range m.Objects {
+		if o.GetKind() == kind {
+			var out T
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &out); err != nil {
+				return nil, fmt.Errorf("%s: %w", rel, err)
+			}
+			return &out, nil
+		}
+	}
+	return nil, fmt.Errorf("%s holds no %s", rel, kind)
+}
+
+// offline refuses every request: bom-check never touches the network, so
+// re-extraction of a registry source works only from the local cache.
+type offline struct{}
+
+func (offline) RoundTrip(r *http.Request) (*http.Response, error) {
+	return nil, fmt.Errorf("bom-check is offline and %s is not in the local cache: run `make generate` once with network access", r.URL.Host)
+}
+
+func checkReproducible(ctx context.Context, t *Tree) Result {
+	files := []string{GeneratedFile, runtimes.GoldenRuntime, runtimes.GoldenComponents}
+	if r := need(files, t.BOMErr, t.GeneratedErr, t.ReleasesErr, t.OverridesErr); r != nil {
+		return *r
+	}
+	spec, err := extract.ParseSource(t.Generated.Provenance.Source)
+	if err != nil {
+		return fail(files, regenerate, "recorded source: %v", err)
+	}
+	dspec, err := extract.ParseSource(t.Generated.DaemonProvenance.Source)
+	if err != nil {
+		return fail(files, regenerate, "recorded daemon source: %v", err)
+	}
+	var transport http.RoundTripper = offline{}
+	if t.Options.Transport != nil {
+		transport = t.Options.Transport
+	}
+	var stats imagesource.Stats
+	res, err := extract.Run(ctx, extract.Config{Root: t.Root, BOM: t.BOM, Source: spec, DaemonSource: dspec, CacheDir: t.Options.CacheDir, LibDir: t.Generated.LibDir, Transport: transport, Stats: &stats})
+	if err != nil {
+		return fail(files, regenerate, "re-extract from %s: %v", spec.Raw, err)
+	}
+	code, err := emit.Go("tcpxo", res.Facts)
+	if err != nil {
+		return fail(files, regenerate, "%v", err)
+	}
+	if !bytes.Equal(code, t.GeneratedRaw) {
+		return fail([]string{GeneratedFile}, "never edit generated code: "+regenerate, "%s differs from a fresh extraction of %s (hand-edited or stale)", GeneratedFile, spec.Raw)
+	}
+	in := &runtimes.Inputs{Facts: *t.Generated, BOM: t.BOM, Releases: t.Releases, Overrides: t.Overrides}
+	rendered, err := goldens.Render(t.Root, in)
+	if err != nil {
+		return fail(files, regenerate, "render goldens: %v", err)
+	}
+	var stale []string
+	for _, rel := range slices.Sorted(maps.Keys(rendered)) {
+		current, err := readSource(filepath.Join(t.Root, filepath.FromSlash(rel)))
+		if err != nil || !bytes.Equal(current, rendered[rel]) {
+			stale = append(stale, rel)
+		}
+	}
+	if len(stale) > 0 {
+		return fail(stale, "never edit goldens: "+regenerate+" (review the diff first)", "%s differ from a fresh render", strings.Join(stale, ", "))
+	}
+	return pass("%s and %d goldens and generated pages reproduce byte for byte from %s (%d network requests)", GeneratedFile, len(rendered), spec.Raw, stats.Snapshot().Requests)
+}
+
+// retiredDaemonFlags are flags the release notes retired: still accepted,
+// no effect, so setting one signals a transcription from stale docs.
+var retiredDaemonFlags = []struct{ flag, note string }{
+	{"--num_nics", "retired in installer v1.0.14 / daemon v1.0.20 (accepted, no effect)"},
+}
+
+func checkRetiredFlags(_ context.Context, t *Tree) Result {
+	files := ManifestFiles
+	var problems []string
+	daemonRepo := ""
+	if t.BOM != nil {
+		daemonRepo = t.BOM.Images.Daemon.Repository()
+	}
+	n := 0
+	for _, m := range t.Manifests {
+		for _, o := range m.Objects {
+			walkContainers(o.Object, func(c map[string]any, where string) {
+				img, _ := c["image"].(string)
+				if c["name"] != runtimes.DaemonContainer && (daemonRepo == "" || repository(img) != daemonRepo) {
+					return
+				}
+				n++
+				for _, arg := range append(stringList(c["command"]), stringList(c["args"])...) {
+					for _, rf := range retiredDaemonFlags {
+						if arg == rf.flag || strings.HasPrefix(arg, rf.flag+"=") || strings.Contains(arg, " "+rf.flag) {
+							problems = append(problems, fmt.Sprintf("%s %s/%s %s: %q is %s", m.Path, o.GetKind(), o.GetName(), where, arg, rf.note))
+						}
+					}
+				}
+			})
+		}
+	}
+	if len(problems) > 0 {
+		return fail(files, "remove the retired flag from the daemon builder and "+regenerate, "%s", strings.Join(problems, "; "))
+	}
+	return pass("%d daemon containers, no retired flags", n)
+}
+
+func stringList(v any) []string {
+	list, _ := v.([]any)
+	out := make([]string, 0, len(list))
+	for _, x := range list {
+		if s, ok := x.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+var requireLine = regexp.MustCompile(`(?m)^\s*(?:require\s+)?(\S+)\s+(v\S+)`)
+
+func checkTrainerVersion(_ context.Context, t *Tree) Result {
+	files := []string{bom.RepoPath, "go.mod"}
+	if r := need(files, t.BOMErr, t.GoModErr); r != nil {
+		return *r
+	}
+	tr := t.BOM.Trainer
+	linked := ""
+	for _, m := range requireLine.FindAllSubmatch(t.GoMod, -1) {
+		if string(m[1]) == tr.Module {
+			linked = string(m[2])
+		}
+	}
+	switch {
+	case linked == "":
+		return fail(files, "add `require "+tr.Module+" "+tr.Version+"` to go.mod", "go.mod does not require %s", tr.Module)
+	case linked != tr.Version:
+		return fail(files, fmt.Sprintf("make them agree: go get %s@%s, or set trainer.version to %s", tr.Module, tr.Version, linked),
+			"%s says trainer %s, go.mod requires %s %s: the proofs would validate against CRDs and a framework that do not ship", bom.RepoPath, tr.Version, tr.Module, linked)
+	}
+	return pass("%s %s in both", tr.Module, tr.Version)
+}
+
+// checkDaemonInvocation fails when the shipped daemon container would not
+// run the script the daemon image carries: a command that execs the script
+// directly needs its exec bit, which the published image does not set, so
+// the pod would fail with "permission denied" and never reach the fabric.
+func checkDaemonInvocation(_ context.Context, t *Tree) Result {
+	files := []string{runtimes.GoldenRuntime, GeneratedFile}
+	if r := need(files, t.GeneratedErr); r != nil {
+		return *r
+	}
+	pod, err := shippedPod(t)
+	if err != nil {
+		return fail(files, regenerate, "%v", err)
+	}
+	i := slices.IndexFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == runtimes.DaemonContainer })
+	if i < 0 {
+		return fail(files, regenerate, "%s has no %s init container", runtimes.GoldenRuntime, runtimes.DaemonContainer)
+	}
+	g := t.Generated
+	if why := invocationProblem(pod.Spec.InitContainers[i].Command, g.DaemonEntrypoint, g.DaemonEntryScript, g.DaemonEntryScriptMode); why != "" {
+		return fail(files, "derive the daemon command from the generated DaemonEntrypoint (the image's own) and "+regenerate, "%s %s: %s", runtimes.GoldenRuntime, runtimes.DaemonContainer, why)
+	}
+	return pass("%q runs %s (mode %04o in the image)", pod.Spec.InitContainers[i].Command, g.DaemonEntryScript, g.DaemonEntryScriptMode)
+}
+
+// invocationProblem says why command would not run script, or returns "".
+// An empty command runs the image's entrypoint, which does.
+func invocationProblem(command, entrypoint []string, script string, mode int) string {
+	switch {
+	case len(command) == 0, slices.Equal(command, entrypoint):
+		return ""
+	case command[0] == script && mode&0o111 == 0:
+		return fmt.Sprintf("the command execs %s, which the daemon image carries with mode %04o (no exec bit): the container would fail with \"permission denied\"; run it as the image does, %q", script, mode, entrypoint)
+	case command[0] == script:
+		return ""
+	case len(command) > 1 && extract.IsInterpreter(command[0]) && command[1] == script:
+		return ""
+	}
+	return fmt.Sprintf("the command %q does not run %s, the script the daemon image's entrypoint %q runs", command, script, entrypoint)
+}
+
+// checkWorkerCUDA compares the worker image's declared CUDA major with the
+// installer's, read from the installer image config: the NCCL plugin loads
+// libcudart.so.<major> from the workload image, so a CUDA 12 worker cannot
+// load a CUDA 13 plugin (v1.0.17).
+func checkWorkerCUDA(_ context.Context, t *Tree) Result {
+	files := []string{bom.RepoPath, GeneratedFile}
+	if r := need(files, t.BOMErr, t.GeneratedErr); r != nil {
+		return *r
+	}
+	installer, err := facts.CUDAMajor(t.Generated.CUDAVersion)
+	if err != nil {
+		return fail(files, regenerate, "generated CUDAVersion: %v", err)
+	}
+	w := t.BOM.Images.Worker
+	if w.CUDAMajor != installer {
+		return fail(files, fmt.Sprintf("pin a worker image built for CUDA %d and set images.worker.cudaMajor: %d", installer, installer),
+			"the worker %s declares CUDA %d, but installer %s is built on CUDA %s: the plugin would fail to load libcudart.so.%d in the worker",
+			w.Reference, w.CUDAMajor, t.Generated.PluginVersion, t.Generated.CUDAVersion, installer)
+	}
+	return pass("worker and installer %s both CUDA %d", t.Generated.PluginVersion, installer)
+}

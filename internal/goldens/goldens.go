@@ -1,0 +1,36 @@
+// Package goldens renders every committed artifact downstream of the
+// generated constants: the runtime and component manifests, the derived
+// benchmark, and the generated documentation pages. `render goldens`
+// writes them and the coupling check re-renders them, from one function,
+// so the two can never disagree about what "current" means.
+package goldens
+
+import (
+	"maps"
+
+	"github.com/tcpxogen/tcpxogen/internal/docgen"
+	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/validators/performance/derive"
+)
+
+// Render returns every golden keyed by repo-relative path. root is the
+// checkout the documentation pages and realization matrices are read from.
+func Render(root string, in *runtimes.Inputs) (map[string][]byte, error) {
+	files, err := runtimes.Goldens(in)
+	if err != nil {
+		return nil, err
+	}
+	rt, err := runtimes.TorchRuntime(in, runtimes.Options{Interfaces: runtimes.ExampleInterfaces()})
+	if err != nil {
+		return nil, err
+	}
+	if files[derive.GoldenPath], err = derive.Golden(rt, in.Facts); err != nil {
+		return nil, err
+	}
+	pages, err := docgen.Pages(root, in)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(files, pages)
+	return files, nil
+}

@@ -1,0 +1,323 @@
+// Package lint judges TrainJob files against the shipped runtime
+// torch-distributed-tcpxo: the schema proof first (a document the API server
+// rejects is never judged), then every document realized through the trainer
+// runtime framework and its wiring and launch judged by the fabric rule set.
+// It owns the verdict lines and the exit contract of `check trainjob`; it does
+// not own the rules (internal/fabric), the realization (validators/realize)
+// or the command's flags (tools/tcpxogen).
+package lint
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+
+	"github.com/tcpxogen/tcpxogen/internal/excerpt"
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
+	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/validators/realize"
+	"github.com/tcpxogen/tcpxogen/validators/schema"
+	"github.com/tcpxogen/tcpxogen/validators/wiring"
+)
+
+// InputError is a file this lint cannot judge (exit 2 in the CLI): not
+// YAML, not a TrainJob of the shipped runtime, or one the API server would
+// reject. The user fixes the document before anything can be judged.
+type InputError struct{ err error }
+
+func (e *InputError) Error() string { return e.err.Error() }
+func (e *InputError) Unwrap() error { return e.err }
+
+// BadInput marks the error as the user's input to fix.
+func (e *InputError) BadInput() bool { return true }
+
+func badInput(format string, a ...any) error { return &InputError{fmt.Errorf(format, a...)} }
+
+// File realizes every TrainJob document of data (read from the file name)
+// against the shipped runtime and writes, per document, the schema
+// findings, every change to the wiring, and the launch verdict (on the
+// linked trainer, and as recorded by the realization matrix on the other
+// trainer versions) to w. It fails when any document loses the fabric or
+// launches wrong on any trainer version it knows, and returns an
+// *InputError when any document is not a TrainJob of the shipped runtime,
+// before anything is judged.
+func File(ctx context.Context, w io.Writer, name string, data []byte) error {
+	v, err := schema.NewTrainer()
+	if err != nil {
+		return err
+	}
+	reports, err := v.Validate(data)
+	if err != nil {
+		return badInput("%s: %w", name, err)
+	}
+	lines := locate(data)
+	docs, err := trainJobDocs(name, reports, lines)
+	if err != nil {
+		return err
+	}
+	if err := refuseRejected(w, name, docs, lines); err != nil {
+		return err
+	}
+	rt, err := runtimes.Shipped()
+	if err != nil {
+		return err
+	}
+	var failed []string
+	for _, d := range docs {
+		reasons, err := lintDoc(ctx, w, rt, d, lines)
+		if err != nil {
+			return fmt.Errorf("%s document %d: %w", name, d.report.Document, err)
+		}
+		if len(reasons) > 0 {
+			failed = append(failed, fmt.Sprintf("%s %s", d.label(), strings.Join(reasons, ", ")))
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%s: %d of %d TrainJob document(s) fail: %s", name, len(failed), len(docs), strings.Join(failed, "; "))
+	}
+	return nil
+}
+
+// maxFindingsShown bounds the schema findings printed per document: a file
+// with 200,000 invalid env entries would otherwise print 200,000 lines.
+const maxFindingsShown = 20
+
+// refuseRejected stops before any realization when the API server would
+// reject a document: such a TrainJob is never created, so there is no pod
+// to judge, and realizing it anyway cost minutes on a 200,000-entry env
+// list the schema had already refused ("at most 128"). The file is bad
+// input (exit 2), as a file of a non-TrainJob is: the user fixes the
+// document before anything can be judged. Pruned fields are not a
+// rejection: the object is created without them, and realizing what remains
+// shows what that loses (exit 1).
+func refuseRejected(w io.Writer, name string, docs []trainJobDoc, lines docLines) error {
+	var rejected []string
+	for _, d := range docs {
+		why := rejections(d.report.Findings)
+		if len(why) == 0 {
+			continue
+		}
+		p := printer{w: w, prefix: d.label()}
+		for _, f := range why[:min(len(why), maxFindingsShown)] {
+			p.line("FAIL", "schema: %s%s (the API server rejects the TrainJob)", lines.at(d.report.Document, f.Path), f)
+		}
+		if n := len(why) - maxFindingsShown; n > 0 {
+			p.line("", "... and %d more schema finding(s)", n)
+		}
+		rejected = append(rejected, fmt.Sprintf("%s %d schema finding(s)", d.label(), len(why)))
+	}
+	if len(rejected) == 0 {
+		return nil
+	}
+	return badInput("%s: the API server would reject %d of %d TrainJob document(s) (%s); nothing was realized: fix the findings above first",
+		name, len(rejected), len(docs), strings.Join(rejected, "; "))
+}
+
+// rejections returns the findings for which the API server refuses the
+// object.
+func rejections(findings []schema.Finding) []schema.Finding {
+	var why []schema.Finding
+	for _, f := range findings {
+		if rejects(f) {
+			why = append(why, f)
+		}
+	}
+	return why
+}
+
+// findingList joins findings for one message, at most maxFindingsShown.
+func findingList(doc int, fs []schema.Finding, lines docLines) string {
+	parts := make([]string, 0, min(len(fs), maxFindingsShown)+1)
+	for _, f := range fs[:min(len(fs), maxFindingsShown)] {
+		parts = append(parts, lines.at(doc, f.Path)+f.String())
+	}
+	if n := len(fs) - maxFindingsShown; n > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more", n))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// rejects reports whether the API server refuses the object for f, rather
+// than dropping a field (pruned) or warning.
+func rejects(f schema.Finding) bool {
+	switch f.Kind {
+	case schema.FindingInvalid, schema.FindingUnknownKind:
+		return true
+	case schema.FindingWebhook:
+		// The schema proof reports the webhook's warnings as findings
+		// whose detail starts "warning: "; its errors are rejections.
+		return !strings.HasPrefix(f.Detail, "warning: ")
+	}
+	return false
+}
+
+// trainJobDoc is one TrainJob document of the file, as the API server
+// would store it (pruned, CRD defaults applied).
+type trainJobDoc struct {
+	report schema.Report
+	job    *trainer.TrainJob
+}
+
+// label names the document in every line about it: its position in the
+// file, which is what a reader counts, and the TrainJob's name.
+func (d trainJobDoc) label() string {
+	return fmt.Sprintf("[doc %d %s/%s]", d.report.Document, d.job.Namespace, d.job.Name)
+}
+
+// trainJobDocs decodes every document, refusing the file (exit 2) if any
+// is not a TrainJob of the shipped runtime: judging only some of a file's
+// documents would pass what the rest loses.
+func trainJobDocs(name string, reports []schema.Report, lines docLines) ([]trainJobDoc, error) {
+	if len(reports) == 0 {
+		return nil, badInput("%s holds no YAML document", name)
+	}
+	want := trainer.SchemeGroupVersion.WithKind(trainer.TrainJobKind).GroupKind()
+	docs := make([]trainJobDoc, 0, len(reports))
+	for _, r := range reports {
+		gv, err := k8sschema.ParseGroupVersion(r.APIVersion)
+		if err != nil || gv.WithKind(r.Kind).GroupKind() != want {
+			return nil, badInput("%s document %d is a %s of apiVersion %s, not a TrainJob (%s): this lint checks TrainJobs of the shipped runtime", name, r.Document, excerpt.Quote(r.Kind), excerpt.Quote(r.APIVersion), trainer.SchemeGroupVersion)
+		}
+		if r.Defaulted == nil {
+			return nil, badInput("%s document %d cannot be read as a TrainJob: %v", name, r.Document, r.Err())
+		}
+		var job trainer.TrainJob
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(r.Defaulted.Object, &job); err != nil {
+			// The converter speaks in Go types ("unrecognized type:
+			// int32"); the schema proof already said which field is wrong
+			// and how, in the API server's words.
+			if why := rejections(r.Findings); len(why) > 0 {
+				return nil, badInput("%s document %d cannot be read as a TrainJob: %s", name, r.Document, findingList(r.Document, why, lines))
+			}
+			return nil, badInput("%s document %d cannot be read as a TrainJob: %w", name, r.Document, err)
+		}
+		ref := job.Spec.RuntimeRef
+		if ref.Name != runtimes.RuntimeName || ptr.Deref(ref.Kind, trainer.ClusterTrainingRuntimeKind) != trainer.ClusterTrainingRuntimeKind {
+			return nil, badInput("%s document %d (TrainJob %s) references %s %s, not ClusterTrainingRuntime %s: this lint checks TrainJobs of the shipped runtime",
+				name, r.Document, excerpt.Quote(job.Name), excerpt.Quote(ptr.Deref(ref.Kind, trainer.ClusterTrainingRuntimeKind)), excerpt.Quote(ref.Name), runtimes.RuntimeName)
+		}
+		docs = append(docs, trainJobDoc{report: r, job: &job})
+	}
+	return docs, nil
+}
+
+// lintDoc prints one document's verdict lines and returns why it fails
+// (nothing when it passes).
+func lintDoc(ctx context.Context, w io.Writer, rt *trainer.ClusterTrainingRuntime, d trainJobDoc, lines docLines) ([]string, error) {
+	p := printer{w: w, prefix: d.label()}
+	var reasons []string
+	for _, f := range d.report.Findings[:min(len(d.report.Findings), maxFindingsShown)] {
+		p.line("FAIL", "schema: %s%s (the API server would drop or reject this; on a cluster it vanishes silently)", lines.at(d.report.Document, f.Path), f)
+	}
+	if n := len(d.report.Findings) - maxFindingsShown; n > 0 {
+		p.line("", "... and %d more schema finding(s)", n)
+	}
+	if n := len(d.report.Findings); n > 0 {
+		reasons = append(reasons, fmt.Sprintf("has %d schema finding(s)", n))
+	}
+	tpl, err := wiring.RuntimePodTemplate(rt, runtimes.NodeContainer)
+	if err != nil {
+		return nil, err
+	}
+	rules := runtimes.RulesFor(runtimes.GeneratedFacts(), wiring.Of(tpl, runtimes.NodeContainer).NodeEnv)
+	v, err := realize.Lint(ctx, rt, d.job, rules)
+	if err != nil {
+		return nil, fmt.Errorf("realize against %s: %w", runtimes.RuntimeName, err)
+	}
+	fatal := 0
+	for _, c := range v.Changes {
+		switch {
+		case c.Severity == fabric.Fatal:
+			p.line("FAIL", "%s: %s", c.Change, c.Reason)
+			if c.Fix != "" {
+				p.line("", "  fix: %s", c.Fix)
+			}
+			fatal++
+		case c.Severity == fabric.Warning:
+			p.line("warn", "%s: %s", c.Change, c.Reason)
+		case c.What == wiring.EnvOverridden:
+			p.line("note", "%s: your value wins over the runtime's (%s)", c.Change, c.Reason)
+		default:
+			p.line("ok", "%s: %s", c.Change, c.Reason)
+		}
+	}
+	if fatal > 0 {
+		reasons = append(reasons, fmt.Sprintf("would lose the GPUDirect-TCPXO fabric (%d change(s)): NCCL would fall back to TCP or fail", fatal))
+	}
+
+	summaries := []string{fmt.Sprintf("trainer %s: %d wiring change(s) listed above, %d lose the fabric; %s", v.TrainerVersion, len(v.Changes), fatal, v.Launch.Summary)}
+	p.launch(v.TrainerVersion, "", v.Launch)
+	if !v.Launch.OK() {
+		reasons = append(reasons, "launches wrong on trainer "+v.TrainerVersion)
+	}
+	key, err := realize.LaunchKey(d.job)
+	if err != nil {
+		return nil, err
+	}
+	recorded, err := realize.RecordedLaunches(key)
+	if err != nil {
+		return nil, err
+	}
+	for _, rec := range recorded {
+		switch {
+		case rec.Launch == nil:
+			p.line("note", "launch on trainer %s: not known for this TrainJob's shape: this binary links trainer %s, and the realization matrix of %s covers only the cases %s (docs/trainer-compat.md)",
+				rec.TrainerVersion, v.TrainerVersion, rec.TrainerVersion, strings.Join(rec.Covered, ", "))
+			summaries = append(summaries, fmt.Sprintf("trainer %s: launch unknown", rec.TrainerVersion))
+			continue
+		case sameLaunch(*rec.Launch, v.Launch):
+			p.line("note", "launch on trainer %s: the same as on %s (recorded by its realization matrix, case %s)", rec.TrainerVersion, v.TrainerVersion, rec.Case)
+		default:
+			p.launch(rec.TrainerVersion, fmt.Sprintf(" (recorded by its realization matrix, case %s)", rec.Case), *rec.Launch)
+		}
+		summaries = append(summaries, fmt.Sprintf("trainer %s: %s (recorded)", rec.TrainerVersion, rec.Launch.Summary))
+		if !rec.Launch.OK() {
+			reasons = append(reasons, fmt.Sprintf("launches wrong on trainer %s", rec.TrainerVersion))
+		}
+	}
+	p.line("", "%s", strings.Join(summaries, "; "))
+	return reasons, nil
+}
+
+// sameLaunch compares verdicts by what fails: the notes name values (the
+// node count) the launch key deliberately leaves out.
+func sameLaunch(a, b realize.Launch) bool {
+	return a.Judged == b.Judged && slices.Equal(a.Problems, b.Problems)
+}
+
+type printer struct {
+	w      io.Writer
+	prefix string
+}
+
+// line prints one verdict line: the document label, a tag of four
+// columns (FAIL, note, ok or none), the text.
+func (p printer) line(tag, format string, a ...any) {
+	fmt.Fprintf(p.w, "%s %-5s %s\n", p.prefix, tag, fmt.Sprintf(format, a...))
+}
+
+func (p printer) launch(version, source string, l realize.Launch) {
+	switch {
+	case !l.Judged:
+		p.line("note", "launch on trainer %s%s: %s", version, source, l.Summary)
+	case l.OK():
+		p.line("ok", "launch on trainer %s%s: %s", version, source, strings.Join(l.Notes, "; "))
+	}
+	for _, pr := range l.Problems {
+		p.line("FAIL", "launch on trainer %s%s: %s: %s", version, source, pr.Check, pr.Problem)
+		if pr.Cause != "" {
+			p.line("", "  cause: %s", pr.Cause)
+		}
+		if pr.Upstream != "" {
+			p.line("", "  upstream: %s", pr.Upstream)
+		}
+		p.line("", "  fix: %s", pr.Fix)
+	}
+}
