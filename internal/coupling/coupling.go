@@ -4,7 +4,9 @@
 // go.mod — is one named check, and a failure names the files, both values
 // and the fix. It reads the tree it is pointed at (parsing the committed
 // generated file rather than trusting constants compiled into itself), so
-// it judges exactly what would ship from that tree.
+// it judges exactly what would ship from that tree. It owns the checks and
+// their report, not the rules they apply (internal/fabric) nor the
+// artefacts they compare (goldens, runtimes).
 package coupling
 
 import (

@@ -1,6 +1,7 @@
 // Package docgen renders the generated sections of the user documentation
 // from the same data the proofs produce, so the docs cannot disagree with
-// what was measured.
+// what was measured, and its tests hold every doc example and the README
+// layout to the tree. It does not own the prose around the sections.
 package docgen
 
 import (

@@ -1,5 +1,8 @@
-// Package emit renders extracted facts as Go source: the constants the
-// runtime builders, the benchmark and the coupling check compile against.
+// Package emit renders extracted facts as Go source (generated/tcpxo): the
+// constants the runtime builders, the benchmark and the coupling check
+// compile against, gofmt'd with a DO NOT EDIT header, and parses that file
+// back for the coupling check. It does not extract (extract) or decide what
+// the facts are (internal/facts).
 package emit
 
 import (

@@ -1,7 +1,8 @@
-// Package extract turns the pinned installer image into facts: it opens the
-// image from the declared source, reads only the files it needs top-down,
-// evaluates the env profiles in a sandbox and checks that what the profiles
-// point at exists in the image.
+// Package extract turns the pinned installer and daemon images into one
+// facts.Facts: it opens each image from the declared source, reads only the
+// files it needs top-down, evaluates the env profiles in a sandbox and checks
+// that what the profiles point at exists in the image. It does not fetch or
+// verify blobs (imagesource), scan layers (imagefs) or write Go (emit).
 package extract
 
 import (

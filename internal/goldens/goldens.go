@@ -2,7 +2,9 @@
 // generated constants: the runtime and component manifests, the derived
 // benchmark, and the generated documentation pages. `render goldens`
 // writes them and the coupling check re-renders them, from one function,
-// so the two can never disagree about what "current" means.
+// so the two can never disagree about what "current" means. It owns the
+// set of goldens and their paths, not how each is built (runtimes, derive,
+// docgen).
 package goldens
 
 import (

@@ -1,5 +1,7 @@
 // Package imagefs reads a handful of named files out of an OCI image without
-// flattening it.
+// flattening it: the top-down layer scan, its merged view and its integrity
+// and memory bounds. It does not decide where an image comes from or cache
+// blobs (imagesource), nor what the files mean (extract).
 //
 // The installer image tcpxogen reads is a multi-GB CUDA base with a few small
 // layers on top, and the files we need sit in those top layers. Scan therefore

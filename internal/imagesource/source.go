@@ -1,5 +1,7 @@
 // Package imagesource decides where the pinned installer image is read from
-// and guarantees that every byte it hands out is checked against a digest.
+// and guarantees that every byte it hands out is checked against a digest:
+// the registry, substitute and OCI-layout origins and the content-addressed
+// blob cache. It does not read files out of layers (imagefs).
 //
 // The pinned reference (repo:tag@sha256:...) is the root of trust. A manifest
 // is fetched by digest only and its bytes are hashed before they are parsed;

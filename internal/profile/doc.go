@@ -1,7 +1,9 @@
 // Package profile evaluates an NCCL environment profile script, such as the
 // installer image's nccl-env-profile.sh, and returns the variables it
 // exports. Profiles are shell scripts, so they are run, not pattern-matched:
-// in mvdan.cc/sh's bash interpreter, inside a sandbox.
+// in mvdan.cc/sh's bash interpreter, inside a sandbox. It owns the sandbox
+// and the taint of what the script read; it does not read images (imagefs)
+// or judge the variables (internal/fabric).
 //
 // # The sandbox
 //

@@ -1,6 +1,9 @@
 // Package reconstruction builds the bundled stand-ins for Google's NCCL plugin
-// installer and tcpxo-daemon images from source trees under testdata/, and synthetic
-// base layers that give it the bulk of the real CUDA devel base.
+// installer and tcpxo-daemon images from source trees under testdata/ (one
+// per release, each declaring its layer order; shared layers referenced), and
+// synthetic base layers that give it the bulk of the real CUDA devel base. It
+// does not decide what the trees contain (the facts do) nor serve them
+// (registrytest, extract's testdata source).
 //
 // The build is reproducible: the same tree gives the same image digest on
 // every machine, so the digest recorded in generated provenance is a fact a

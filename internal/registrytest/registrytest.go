@@ -1,7 +1,8 @@
 // Package registrytest runs a real OCI registry (Debian's docker-registry,
 // distribution 2.8) on 127.0.0.1 for tests and benchmarks, so image code is
 // exercised through go-containerregistry's real remote path instead of an
-// in-process fake that would share the code under test's assumptions.
+// in-process fake that would share the code under test's assumptions. It
+// owns the server's lifecycle and its request log, not what is pushed to it.
 package registrytest
 
 import (

@@ -4,6 +4,7 @@
 // on the node, the Kubeflow Trainer and JobSet modules the runtime is built
 // and validated against, and where the extracted facts came from, so a
 // substitute image behind the committed data is visible to whoever reads it.
+// It does not resolve digests (the BOM pins them) or write files (sbomcmd).
 //
 // The document is a pure function of its inputs: no timestamp, a serial
 // number derived from the content, components and dependencies sorted. Two
