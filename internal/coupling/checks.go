@@ -322,12 +322,8 @@ func checkPublishedDifferences(_ context.Context, t *Tree) Result {
 		return fail(files, "add the release notes' NCCL config list for "+t.Generated.PluginVersion+" to "+bom.ReleasesRepoPath,
 			"no published NCCL config list for installer %s to compare the profile with", t.Generated.PluginVersion)
 	}
-	decided := map[string]bool{}
-	for _, ov := range t.Overrides.Overrides {
-		decided[ov.Name] = true
-	}
 	published := map[string]string{}
-	for _, e := range cfg.Env {
+	for _, e := range cfg.EnvIn(t.Generated.LibDir) {
 		published[e.Name] = e.Value
 	}
 	profile := map[string]string{}
@@ -345,7 +341,7 @@ func checkPublishedDifferences(_ context.Context, t *Tree) Result {
 		}
 		d := fmt.Sprintf("%s: published %s, profile %s", name, show(pv, inPub), show(xv, inProf))
 		differences = append(differences, d)
-		if !decided[name] {
+		if !t.Overrides.Decides(name, t.Generated.PluginVersion) {
 			undecided = append(undecided, d)
 		}
 	}
