@@ -448,10 +448,10 @@ const (
 	ProvenanceKind = "testdata"
 
 	// ProvenanceRead is the image actually read.
-	ProvenanceRead = "testdata/installer/v1.0.15@sha256:39f05ee18be58dcf6ff078a620f526d39cef6a64c59d1cc86cbaf7321d75ee9b"
+	ProvenanceRead = "testdata/installer/v1.0.15@sha256:c2c501acbfbcfd88104bbd05d6428ad78dff8fc3d3632f20de7a3f6eac94737e"
 
 	// ProvenanceDigest is the manifest digest actually read.
-	ProvenanceDigest = "sha256:39f05ee18be58dcf6ff078a620f526d39cef6a64c59d1cc86cbaf7321d75ee9b"
+	ProvenanceDigest = "sha256:c2c501acbfbcfd88104bbd05d6428ad78dff8fc3d3632f20de7a3f6eac94737e"
 
 	// ProvenanceSubstituted is true when the image read is not the pinned one;
 	// make release-check refuses such data.
