@@ -420,6 +420,33 @@ func PluginFiles() []string {
 	}
 }
 
+// PluginLibraries returns the shared objects under /plugins with the sonames each one's ELF
+// dynamic section needs (DT_NEEDED), in file order. Each call returns fresh slices.
+func PluginLibraries() []facts.Library {
+	return []facts.Library{
+		{
+			Name:   "libGPUViz.so",
+			Needed: []string{"libstdc++.so.6", "libc.so.6"},
+		},
+		{
+			Name:   "libnccl-net-shim.so",
+			Needed: []string{"libstdc++.so.6", "libm.so.6", "libgcc_s.so.1", "libc.so.6"},
+		},
+		{
+			Name:   "libnccl-net.so",
+			Needed: []string{"libcudart.so.12", "libstdc++.so.6", "libm.so.6", "libgcc_s.so.1", "libc.so.6"},
+		},
+		{
+			Name:   "libnccl-profiler-comma.so",
+			Needed: []string{"libgcc_s.so.1", "libc.so.6"},
+		},
+		{
+			Name:   "libnccl-tuner.so",
+			Needed: []string{"libstdc++.so.6", "libm.so.6", "libgcc_s.so.1", "libc.so.6"},
+		},
+	}
+}
+
 // RefusedCommands returns the external commands the profile sandbox refused, as
 // "profile: command (line N)": the NIC discovery a non-privileged pod cannot do either.
 func RefusedCommands() []string {
@@ -518,6 +545,7 @@ func Facts() facts.Facts {
 		Normalized:          NormalizedVariables(),
 		PluginFiles:         PluginFiles(),
 		PluginFilesComplete: PluginFilesComplete,
+		PluginLibraries:     PluginLibraries(),
 		PluginVersion:       PluginVersion,
 		Provenance: facts.Provenance{
 			DefaultGuestConfigSHA256: ProvenanceDefaultGuestConfigSHA256,

@@ -60,6 +60,7 @@ func Go(pkg string, f *facts.Facts) ([]byte, error) {
 	rulesFunc(file, "DefaultGuestRules", "the rules of a3plus_guest_config.textproto, which the default profile points the checker at, in file order", f.DefaultGuestRules)
 	rulesFunc(file, "SimpleGuestRules", "the rules of a3plus_guest_config_simple.textproto, which the simple profile points the checker at, in file order", f.SimpleGuestRules)
 	stringsFunc(file, "PluginFiles", "the files seen under /plugins in the layers read", f.PluginFiles)
+	librariesFunc(file, "PluginLibraries", "the shared objects under /plugins with the sonames each one's ELF\ndynamic section needs (DT_NEEDED), in file order", f.PluginLibraries)
 	stringsFunc(file, "RefusedCommands", "the external commands the profile sandbox refused, as\n\"profile: command (line N)\": the NIC discovery a non-privileged pod cannot do either", f.Refused)
 	stringsFunc(file, "NormalizedVariables", "the variables whose empty list elements were dropped", f.Normalized)
 	provenance(file, f.Provenance, f.DaemonProvenance)
@@ -130,6 +131,27 @@ func rulesFunc(file *jen.File, name, what string, rules []guestconfig.Rule) {
 	file.Line()
 }
 
+func librariesFunc(file *jen.File, name, what string, libs []facts.Library) {
+	for _, line := range strings.Split(fmt.Sprintf("%s returns %s. Each call returns fresh slices.", name, what), "\n") {
+		file.Comment(line)
+	}
+	file.Func().Id(name).Params().Index().Qual(factsPkg, "Library").Block(
+		jen.Return(jen.Index().Qual(factsPkg, "Library").ValuesFunc(func(g *jen.Group) {
+			for _, l := range libs {
+				needed := make([]jen.Code, len(l.Needed))
+				for i, n := range l.Needed {
+					needed[i] = jen.Lit(n)
+				}
+				g.Line().Values(jen.Dict{jen.Id("Name"): jen.Lit(l.Name), jen.Id("Needed"): jen.Index().String().Values(needed...)})
+			}
+			if len(libs) > 0 {
+				g.Line()
+			}
+		})),
+	)
+	file.Line()
+}
+
 func stringsFunc(file *jen.File, name, what string, vals []string) {
 	for _, line := range strings.Split(fmt.Sprintf("%s returns %s.", name, what), "\n") {
 		file.Comment(line)
@@ -189,6 +211,7 @@ func factsFunc(file *jen.File) {
 		"PluginFilesComplete", "CUDAVersion", "SSHDPort", "AllReducePerfMPI", "DaemonEntryScript", "DaemonEntryScriptMode")
 	for field, fn := range map[string]string{"DefaultProfile": "DefaultProfile", "SimpleProfile": "SimpleProfile",
 		"DefaultGuestRules": "DefaultGuestRules", "SimpleGuestRules": "SimpleGuestRules", "PluginFiles": "PluginFiles",
+		"PluginLibraries":     "PluginLibraries",
 		"InstallerEntrypoint": "InstallerEntrypoint", "Scripts": "Scripts", "DaemonEntrypoint": "DaemonEntrypoint",
 		"Refused": "RefusedCommands", "Normalized": "NormalizedVariables"} {
 		top[jen.Id(field)] = jen.Id(fn).Call()

@@ -41,7 +41,10 @@ func SharedObject(soname string, needed []string) ([]byte, error) {
 	dynstrOff := uint64(ehsize + phnum*phentsize)
 	dynOff := align8(dynstrOff + uint64(len(dynstr)))
 
-	type dyn struct{ tag elf.DynTag; val uint64 }
+	type dyn struct {
+		tag elf.DynTag
+		val uint64
+	}
 	var dyns []dyn
 	for _, n := range needed {
 		dyns = append(dyns, dyn{elf.DT_NEEDED, offsets[n]})
@@ -76,7 +79,10 @@ func SharedObject(soname string, needed []string) ([]byte, error) {
 		p := buf[ehsize+i*phentsize:]
 		le.PutUint32(p[0:], uint32(typ))
 		le.PutUint32(p[4:], uint32(flags))
-		for _, f := range []struct{ at int; v uint64 }{{8, off}, {16, off}, {24, off}, {32, size}, {40, size}, {48, align}} {
+		for _, f := range []struct {
+			at int
+			v  uint64
+		}{{8, off}, {16, off}, {24, off}, {32, size}, {40, size}, {48, align}} {
 			le.PutUint64(p[f.at:], f.v)
 		}
 	}
