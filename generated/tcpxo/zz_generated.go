@@ -35,8 +35,8 @@ const (
 	// usually does not: proving it means reading the multi-GB base layers).
 	PluginFilesComplete = false
 
-	// CUDAVersion is CUDA_VERSION from the installer image config. The plugin loads
-	// libcudart of this major from the workload image: the worker image must match it.
+	// CUDAVersion is CUDA_VERSION from the installer image config, a recorded fact:
+	// what binds the worker image is the libcudart PluginLibraries need, if any.
 	CUDAVersion = "12.8.0"
 
 	// SSHDPort is the port the installer image's sshd_config makes sshd listen on;
