@@ -2,8 +2,11 @@ package bom
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tcpxogen/tcpxogen/internal/facts"
 )
 
 // These tests load the real data files, so they fail when an edit breaks them.
@@ -46,29 +49,40 @@ func TestRealBOM(t *testing.T) {
 
 func TestRealPairs(t *testing.T) {
 	_, r := loadReal(t)
-	// GKE's GPUDirect-TCPXO release notes publish 11 pairs (v1.0.3..v1.0.15);
-	// google/nccl-plugin-gpudirect-tcpxo tags v1.0.16 and v1.0.17 and
-	// container-engine-accelerators PRs #620 and #626 publish two more.
+	// GKE's GPUDirect-TCPXO release notes publish 16 pairs, v1.0.0 (Apr 17,
+	// 2024) to v1.0.17 (Jun 26, 2026); v1.0.10 and v1.0.13 were never
+	// published, and Feb 27 2025 and Sept 06 2024 announce GKE support only.
 	bySource := map[string]int{}
 	for _, p := range r.Pairs {
 		bySource[p.Source]++
 	}
-	if bySource[SourceReleaseNotes] != 11 || bySource[SourceManifests] != 2 {
-		t.Errorf("pairs by source = %v, want 11 from the release notes and 2 from the manifests", bySource)
+	if bySource[SourceReleaseNotes] != 16 || bySource[SourceManifests] != 0 {
+		t.Errorf("pairs by source = %v, want 16 from the release notes", bySource)
 	}
 	for v, want := range map[string]Pair{
-		// Tag notes: "qualified with CUDA 12.8, GPU driver 580.65.06" / "CUDA 13.2, GPU driver 595.71.05".
-		"v1.0.16": {Daemon: "v1.0.22", Source: SourceManifests, CUDA: "12.8", Driver: "580.65.06"},
-		"v1.0.17": {Daemon: "v1.0.23", Source: SourceManifests, CUDA: "13.2", Driver: "595.71.05"},
+		// Jun 26 2026: "595.71.05 and above ... 1.33.5-gke.1125000 ...
+		// gpu-driver-version=R595", precompiled libs v1.0.5, CUDA 13.2.
+		"v1.0.17": {Date: "2026-06-26", Installer: "v1.0.17", Daemon: "v1.0.23", Source: SourceReleaseNotes, NCCL: "2.28.7-1", CUDA: "13.2", Driver: "595.71.05",
+			DriverBranch: "R595", GKE: "1.33.5-gke.1125000", PrecompiledLibs: "v1.0.5", GLibc: "2.35"},
+		// Apr 30 2026: 580.65.06, R580, precompiled libs v1.0.4, CUDA 12.8.
+		"v1.0.16": {Date: "2026-04-30", Installer: "v1.0.16", Daemon: "v1.0.22", Source: SourceReleaseNotes, NCCL: "2.28.7-1", CUDA: "12.8", Driver: "580.65.06",
+			DriverBranch: "R580", GKE: "1.33.5-gke.1125000", PrecompiledLibs: "v1.0.4", GLibc: "2.35"},
+		"v1.0.15": {Date: "2026-01-09", Installer: "v1.0.15", Daemon: "v1.0.21", Source: SourceReleaseNotes, NCCL: "2.28.7-1", CUDA: "12.8", Driver: "580.95.05", GLibc: "2.35"},
+		// The oldest sections: May 30 2024, May 20 2024 (the same daemon) and Apr 17 2024.
+		"v1.0.2": {Date: "2024-05-30", Installer: "v1.0.2", Daemon: "v1.0.8", Source: SourceReleaseNotes},
+		"v1.0.1": {Date: "2024-05-20", Installer: "v1.0.1", Daemon: "v1.0.8", Source: SourceReleaseNotes},
+		"v1.0.0": {Date: "2024-04-17", Installer: "v1.0.0", Daemon: "v1.0.6-sctp", Source: SourceReleaseNotes},
 	} {
-		p, ok := r.PairFor(v)
-		if !ok || p.Daemon != want.Daemon || p.Source != want.Source || p.CUDA != want.CUDA || p.Driver != want.Driver {
+		if p, ok := r.PairFor(v); !ok || p != want {
 			t.Errorf("PairFor(%q) = %+v, %v; want %+v", v, p, ok, want)
 		}
 	}
-	p, ok := r.PairFor("v1.0.15")
-	if !ok || p.Daemon != "v1.0.21" || p.NCCL != "2.28.7-1" || p.Date != "2026-01-09" {
-		t.Errorf("PairFor(v1.0.15) = %+v, %v; want daemon v1.0.21, nccl 2.28.7-1", p, ok)
+	// "Starting from v1.0.9, glibc version 2.35 or higher is required."
+	for _, p := range r.Pairs {
+		since := p.Date >= "2025-05-01"
+		if (p.GLibc == "2.35") != since {
+			t.Errorf("%s: glibc %q; want 2.35 exactly for the releases since v1.0.9-1", p.Installer, p.GLibc)
+		}
 	}
 	for v, want := range map[string]string{"v1.0.9-1": "v1.0.15", "v1.0.7": "v1.0.13_1", "v1.0.3": "v1.0.09"} {
 		if p, ok := r.PairFor(v); !ok || p.Daemon != want {
@@ -91,23 +105,30 @@ func TestRealPairs(t *testing.T) {
 
 func TestRealNCCLConfigs(t *testing.T) {
 	_, r := loadReal(t)
-	c, ok := r.ConfigFor("v1.0.15")
-	if !ok {
-		t.Fatal("no NCCL config for v1.0.15")
+	// Counts as published (the notes test holds every entry to the notes):
+	// 27 for v1.0.16 and v1.0.17, 25 for v1.0.14 and v1.0.15.
+	for v, want := range map[string]int{"v1.0.17": 27, "v1.0.16": 27, "v1.0.15": 25, "v1.0.14": 25} {
+		c, ok := r.ConfigFor(v)
+		if !ok {
+			t.Errorf("no NCCL config for %s", v)
+			continue
+		}
+		if len(c.Env) != want || c.LibDir != "/usr/local/tcpxo/lib64" || c.Source == "" {
+			t.Errorf("%s: %d variables, libDir %q, source %q; want %d, /usr/local/tcpxo/lib64 and a source", v, len(c.Env), c.LibDir, c.Source, want)
+		}
 	}
-	if len(c.Env) != 26 {
-		t.Errorf("v1.0.15 has %d variables, want 26", len(c.Env))
-	}
+	c, _ := r.ConfigFor("v1.0.17")
 	env := map[string]string{}
-	for _, e := range c.Env {
+	for _, e := range c.EnvIn("/usr/local/nvidia/lib64") {
 		env[e.Name] = e.Value
-		if strings.Contains(e.Value, "$") {
-			t.Errorf("%s=%s: NCCL_LIB_DIR must be substituted", e.Name, e.Value)
+		if strings.Contains(e.Value, "/usr/local/tcpxo") {
+			t.Errorf("%s=%s: the published lib dir must be substituted", e.Name, e.Value)
 		}
 	}
 	for name, want := range map[string]string{
 		"NCCL_NVLS_ENABLE":                              "1",
-		"LD_LIBRARY_PATH":                               "/usr/local/nvidia/lib64",
+		"NCCL_NET_PLUGIN_TELEMETRY_MODE":                "0",
+		"LD_LIBRARY_PATH":                               "${LD_LIBRARY_PATH}:/usr/local/nvidia/lib64",
 		"NCCL_TUNER_CONFIG_PATH":                        "/usr/local/nvidia/lib64/a3plus_tuner_config.textproto",
 		"NCCL_SHIMNET_GUEST_CONFIG_CHECKER_CONFIG_FILE": "/usr/local/nvidia/lib64/a3plus_guest_config.textproto",
 		"NCCL_FASTRAK_IFNAME":                           "eth1,eth2,eth3,eth4,eth5,eth6,eth7,eth8",
@@ -115,26 +136,16 @@ func TestRealNCCLConfigs(t *testing.T) {
 		"NCCL_DEBUG":                                    "WARN",
 	} {
 		if env[name] != want {
-			t.Errorf("%s = %q, want %q", name, env[name], want)
+			t.Errorf("v1.0.17 %s = %q, want %q", name, env[name], want)
 		}
 	}
-	if c.Source == "" {
-		t.Error("v1.0.15 config has no source")
-	}
-
-	old, ok := r.ConfigFor("v1.0.14")
-	if !ok {
-		t.Fatal("no NCCL config for v1.0.14")
-	}
-	if len(old.Env) != len(c.Env) {
-		t.Fatalf("v1.0.14 has %d variables, want the same %d as v1.0.15", len(old.Env), len(c.Env))
-	}
-	for i := range old.Env {
-		if old.Env[i] != c.Env[i] {
-			t.Errorf("v1.0.14 env[%d] = %+v, v1.0.15 has %+v", i, old.Env[i], c.Env[i])
+	// The v1.0.14/v1.0.15 lists carry no LD_LIBRARY_PATH.
+	for _, v := range []string{"v1.0.14", "v1.0.15"} {
+		c, _ := r.ConfigFor(v)
+		if slices.ContainsFunc(c.Env, func(e facts.EnvVar) bool {
+			return e.Name == "LD_LIBRARY_PATH" || e.Name == "NCCL_NET_PLUGIN_TELEMETRY_MODE"
+		}) {
+			t.Errorf("%s lists LD_LIBRARY_PATH or NCCL_NET_PLUGIN_TELEMETRY_MODE; its notes section does not", v)
 		}
-	}
-	if !strings.Contains(old.Source, "not verified") {
-		t.Errorf("v1.0.14 source %q must say the list is assumed, not verified", old.Source)
 	}
 }

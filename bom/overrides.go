@@ -37,6 +37,21 @@ type Override struct {
 	Action string `yaml:"action"`
 	Value  string `yaml:"value"`
 	Reason string `yaml:"reason"`
+	// Installers, when set, scopes the decision to those installer versions:
+	// a difference a newer release's published list brings is decided before
+	// the bump that pins it, and is neither applied nor judged stale while
+	// another installer is pinned.
+	Installers []string `yaml:"installers,omitempty"`
+}
+
+// AppliesTo says whether the decision is in force for installer.
+func (ov Override) AppliesTo(installer string) bool {
+	return len(ov.Installers) == 0 || slices.Contains(ov.Installers, installer)
+}
+
+// Decides says whether a decision about name is in force for installer.
+func (o *Overrides) Decides(name, installer string) bool {
+	return slices.ContainsFunc(o.Overrides, func(ov Override) bool { return ov.Name == name && ov.AppliesTo(installer) })
 }
 
 // Overrides is bom/overrides.yaml.
@@ -72,16 +87,24 @@ func ParseOverrides(name string, data []byte) (*Overrides, error) {
 }
 
 func (o *Overrides) validate(c *checker) {
-	seen := map[string]int{}
+	seen := map[string][]int{}
 	for i, ov := range o.Overrides {
 		p := path{"overrides"}.index(i)
 		if c.require(p.key("name"), ov.Name, "name the environment variable") && !envNameRE.MatchString(ov.Name) {
 			c.add(p.key("name"), fmt.Sprintf("%s is not an environment variable name", quote(ov.Name)), "use letters, digits and underscores, not starting with a digit", nil)
 		}
-		if first, dup := seen[ov.Name]; dup && ov.Name != "" {
-			c.add(p.key("name"), fmt.Sprintf("%s already has an override (entry %d)", ov.Name, first), "keep one entry per variable", nil)
+		// One decision per variable and installer: two unscoped entries, or
+		// two whose scopes share an installer, would contradict each other.
+		for _, first := range seen[ov.Name] {
+			if ov.Name != "" && overlap(o.Overrides[first].Installers, ov.Installers) {
+				c.add(p.key("name"), fmt.Sprintf("%s already has an override for the same installers (entry %d)", ov.Name, first),
+					"keep one entry per variable, or scope each to different installers (installers: [TAG, ...])", nil)
+			}
 		}
-		seen[ov.Name] = i
+		seen[ov.Name] = append(seen[ov.Name], i)
+		for j, inst := range ov.Installers {
+			c.tag(p.key("installers").index(j), inst, "the installer version the decision is for")
+		}
 		rule, ok := actionRules[ov.Action]
 		switch {
 		case !ok:
@@ -95,6 +118,11 @@ func (o *Overrides) validate(c *checker) {
 	}
 }
 
+// overlap says whether two scopes share an installer; an empty scope is every installer.
+func overlap(a, b []string) bool {
+	return len(a) == 0 || len(b) == 0 || slices.ContainsFunc(a, func(v string) bool { return slices.Contains(b, v) })
+}
+
 func actionNames() []string {
 	names := make([]string, 0, len(actionRules))
 	for n := range actionRules {
@@ -104,13 +132,14 @@ func actionNames() []string {
 	return names
 }
 
-// Apply returns the env to ship: profile with every override applied, in
-// profile order, additions appended in file order. contextual names the
+// Apply returns the env to ship for installer: profile with every override
+// in force for it applied, in profile order, additions appended in file
+// order. contextual names the
 // profile variables whose value depends on the environment the profile is
 // sourced into (the evaluator's normalized variables); only those may be
 // pinned to their own value. published is the release notes' list for the
 // installer (nil when there is none). Every stale override is an error.
-func (o *Overrides) Apply(profile []facts.EnvVar, contextual []string, published []facts.EnvVar) ([]facts.EnvVar, error) {
+func (o *Overrides) Apply(installer string, profile []facts.EnvVar, contextual []string, published []facts.EnvVar) ([]facts.EnvVar, error) {
 	c := &checker{file: o.Path, lines: o.lines}
 	index := map[string]int{}
 	for i, v := range profile {
@@ -119,6 +148,9 @@ func (o *Overrides) Apply(profile []facts.EnvVar, contextual []string, published
 	out := slices.Clone(profile)
 	var removed []string
 	for i, ov := range o.Overrides {
+		if !ov.AppliesTo(installer) {
+			continue
+		}
 		p := path{"overrides"}.index(i)
 		pos, inProfile := index[ov.Name]
 		if problem, fix := staleness(ov, inProfile, profileValue(profile, pos, inProfile), slices.Contains(contextual, ov.Name), published); problem != "" {

@@ -36,7 +36,7 @@ func TestApplyOverrides(t *testing.T) {
   - {name: NCCL_PROTO, action: remove, reason: test}
   - {name: NCCL_NVLS_ENABLE, action: follow-profile, reason: image wins}
 `)
-	got, err := o.Apply(testProfile, []string{"LD_LIBRARY_PATH"}, testPublished)
+	got, err := o.Apply("v1.0.15", testProfile, []string{"LD_LIBRARY_PATH"}, testPublished)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestApplyRejectsStaleOverrides(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := overridesFrom(t, "overrides:\n  - "+tc.entry+"\n")
-			_, err := o.Apply(testProfile, tc.contextual, tc.published)
+			_, err := o.Apply("v1.0.15", testProfile, tc.contextual, tc.published)
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "overrides.yaml:2") {
 				t.Fatalf("got %v; want an error at overrides.yaml:2 containing %q", err, tc.want)
 			}
@@ -88,6 +88,10 @@ func TestParseOverridesRejects(t *testing.T) {
 		"duplicate":         {"overrides:\n  - {name: A, action: remove, reason: r}\n  - {name: A, action: remove, reason: r}\n", "already has an override"},
 		"bad name":          {"overrides:\n  - {name: 1A, action: remove, reason: r}\n", "not an environment variable name"},
 		"unknown field":     {"overrides:\n  - {name: A, action: remove, reason: r, why: x}\n", "why"},
+		"overlapping scopes": {"overrides:\n  - {name: A, action: remove, reason: r, installers: [v1.0.16]}\n  - {name: A, action: remove, reason: r, installers: [v1.0.17, v1.0.16]}\n",
+			"already has an override for the same installers"},
+		"scoped and unscoped": {"overrides:\n  - {name: A, action: remove, reason: r}\n  - {name: A, action: remove, reason: r, installers: [v1.0.16]}\n", "already has an override"},
+		"scope not a tag":     {"overrides:\n  - {name: A, action: remove, reason: r, installers: [\"v1.0.16 v1.0.17\"]}\n", "installers[0]"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := ParseOverrides("overrides.yaml", []byte(tc.body))
@@ -111,5 +115,31 @@ func TestShippedOverridesLoad(t *testing.T) {
 		if !slices.Contains(names, want) {
 			t.Errorf("shipped overrides lack %s (have %v)", want, names)
 		}
+	}
+}
+
+// A decision scoped to other installers is neither applied nor judged stale;
+// in force, it is both.
+func TestScopedOverride(t *testing.T) {
+	o := overridesFrom(t, `overrides:
+  - {name: NCCL_DEBUG, action: replace, value: INFO, reason: louder, installers: [v1.0.17]}
+  - {name: NCCL_DEBUG, action: replace, value: TRACE, reason: loudest, installers: [v1.0.16]}
+  - {name: NCCL_TELEMETRY, action: follow-profile, reason: compiled default, installers: [v1.0.17]}
+`)
+	got, err := o.Apply("v1.0.15", testProfile, nil, testPublished)
+	if err != nil || !slices.Equal(got, testProfile) {
+		t.Errorf("for v1.0.15: %v, %v; want the profile unchanged", got, err)
+	}
+	got, err = o.Apply("v1.0.16", testProfile, nil, testPublished)
+	if err != nil || got[2] != (facts.EnvVar{Name: "NCCL_DEBUG", Value: "TRACE"}) {
+		t.Errorf("for v1.0.16: %v, %v; want NCCL_DEBUG=TRACE", got, err)
+	}
+	// For v1.0.17 the follow-profile entry is in force, and stale against a
+	// published list that lacks the variable.
+	if _, err := o.Apply("v1.0.17", testProfile, nil, testPublished); err == nil || !strings.Contains(err.Error(), "overrides.yaml:4") {
+		t.Errorf("for v1.0.17: %v; want the stale entry at overrides.yaml:4", err)
+	}
+	if !o.Decides("NCCL_TELEMETRY", "v1.0.17") || o.Decides("NCCL_TELEMETRY", "v1.0.16") {
+		t.Error("Decides ignores the scope")
 	}
 }

@@ -46,6 +46,16 @@ type Pair struct {
 	// qualified with, as published ("12.8", "580.95.05"); empty when unknown.
 	CUDA   string `yaml:"cuda,omitempty"`
 	Driver string `yaml:"driver,omitempty"`
+	// DriverBranch is the GKE node flag's value the notes name
+	// (gpu-driver-version=R580); it must be the branch of Driver.
+	DriverBranch string `yaml:"driverBranch,omitempty"`
+	// GKE is the minimum GKE version the notes name ("1.33.5-gke.1125000").
+	GKE string `yaml:"gke,omitempty"`
+	// PrecompiledLibs is the tag of the precompiled-libs image (tuner, shim,
+	// guest configs) the release was built with.
+	PrecompiledLibs string `yaml:"precompiledLibs,omitempty"`
+	// GLibc is the minimum glibc a workload image needs ("2.35").
+	GLibc string `yaml:"glibc,omitempty"`
 }
 
 // Where a pair is published.
@@ -58,8 +68,26 @@ const (
 type NCCLConfig struct {
 	Installer string `yaml:"installer"`
 	// Source says where Env was transcribed from, and whether that was first-hand.
-	Source string         `yaml:"source"`
+	Source string `yaml:"source"`
+	// LibDir is the directory the published list names for the installed
+	// plugin (the notes ask readers to replace it with their own); empty when
+	// the list is taken as it stands.
+	LibDir string         `yaml:"libDir"`
 	Env    []facts.EnvVar `yaml:"env"`
+}
+
+// EnvIn returns the published list as a workload whose plugin directory is
+// libDir sees it: every occurrence of the list's LibDir in a value is
+// replaced. The copy is the caller's.
+func (c NCCLConfig) EnvIn(libDir string) []facts.EnvVar {
+	out := slices.Clone(c.Env)
+	if c.LibDir == "" || c.LibDir == libDir {
+		return out
+	}
+	for i := range out {
+		out[i].Value = strings.ReplaceAll(out[i].Value, c.LibDir, libDir)
+	}
+	return out
 }
 
 // PairFor returns the published pair whose installer tag is exactly
@@ -178,6 +206,10 @@ func CheckPublished(b *BOM, r *Releases) error {
 }
 
 var (
+	// The GKE node flag's driver branch (R580) and a GKE version
+	// (1.33.5-gke.1125000).
+	branchRE = regexp.MustCompile(`^R[0-9]{3}$`)
+	gkeRE    = regexp.MustCompile(`^1\.[0-9]+\.[0-9]+-gke\.[0-9]+$`)
 	// Docker's tag grammar; release tags are irregular (v1.0.13_1, v1.0.09),
 	// so nothing stricter can be assumed.
 	tagRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
@@ -201,6 +233,23 @@ func (r *Releases) validate(c *checker) {
 				p.Source != SourceReleaseNotes && p.Source != SourceManifests {
 				c.add(pp.key("source"), fmt.Sprintf("%s is not %s or %s", quote(p.Source), SourceReleaseNotes, SourceManifests),
 					"use release-notes for a pair in the GKE release notes, manifests for one known only from Google's manifests or source tags", nil)
+			}
+			if p.DriverBranch != "" {
+				major, _, _ := strings.Cut(p.Driver, ".")
+				switch {
+				case !branchRE.MatchString(p.DriverBranch):
+					c.add(pp.key("driverBranch"), fmt.Sprintf("%s is not a driver branch", quote(p.DriverBranch)), "write the gpu-driver-version flag's value as published, e.g. R580", nil)
+				case p.Driver == "":
+					c.absent(pp.key("driver"), "set the driver version the notes qualify, e.g. 580.65.06: a branch without it cannot be checked")
+				case "R"+major != p.DriverBranch:
+					c.add(pp.key("driverBranch"), fmt.Sprintf("%s is not the branch of driver %s", p.DriverBranch, p.Driver), "set it to R"+major+", or correct the driver", nil)
+				}
+			}
+			if p.GKE != "" && !gkeRE.MatchString(p.GKE) {
+				c.add(pp.key("gke"), fmt.Sprintf("%s is not a GKE version", quote(p.GKE)), "write the minimum GKE version as published, e.g. 1.33.5-gke.1125000", nil)
+			}
+			if p.PrecompiledLibs != "" {
+				c.tag(pp.key("precompiledLibs"), p.PrecompiledLibs, "the precompiled-libs image tag the notes name")
 			}
 			c.tag(pp.key("installer"), p.Installer, "the installer (nccl-plugin-gpudirecttcpx-dev) tag")
 			c.tag(pp.key("daemon"), p.Daemon, "the daemon (tcpgpudmarxd-dev) tag published with it")
@@ -233,6 +282,9 @@ func (r *Releases) validate(c *checker) {
 			}
 		}
 		c.require(cp.key("source"), cfg.Source, `say where the list comes from, e.g. "GPUDirect-TCPXO release notes, v1.0.15"`)
+		if cfg.LibDir != "" && !strings.HasPrefix(cfg.LibDir, "/") {
+			c.add(cp.key("libDir"), fmt.Sprintf("%s is not an absolute directory", quote(cfg.LibDir)), "copy the directory from the list's values, e.g. /usr/local/tcpxo/lib64", nil)
+		}
 		if !c.section(cp.key("env"), "list the published variables as - {name: NAME, value: \"VALUE\"}") {
 			continue
 		}

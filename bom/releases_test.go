@@ -100,6 +100,16 @@ func TestParseReleasesRejects(t *testing.T) {
 			want: []string{"releases.yaml:13: ncclConfigs[0].env[0].value is empty: set the value published for NCCL_DEBUG"}},
 		{name: "env as a string", edits: edits{{`{name: NCCL_DEBUG, value: "WARN"}`, `NCCL_DEBUG=WARN`}},
 			want: []string{"releases.yaml:13: ncclConfigs[0].env[0] must be a mapping, not a string", "(keys: name, value)"}},
+		{name: "driver branch of another driver", edits: edits{{"nccl: 2.28.7-1, source: release-notes}\n  - {date: 2025-11-19", "nccl: 2.28.7-1, source: release-notes, driver: 580.65.06, driverBranch: R595}\n  - {date: 2025-11-19"}},
+			want: []string{"releases.yaml:2: pairs[0].driverBranch R595 is not the branch of driver 580.65.06: set it to R580"}},
+		{name: "driver branch without driver", edits: edits{{"nccl: 2.28.7-1, source: release-notes}\n  - {date: 2025-11-19", "nccl: 2.28.7-1, source: release-notes, driverBranch: R580}\n  - {date: 2025-11-19"}},
+			want: []string{"pairs[0].driver is missing"}},
+		{name: "driver branch misspelt", edits: edits{{"nccl: 2.28.7-1, source: release-notes}\n  - {date: 2025-11-19", "nccl: 2.28.7-1, source: release-notes, driver: 580.65.06, driverBranch: r580}\n  - {date: 2025-11-19"}},
+			want: []string{`pairs[0].driverBranch "r580" is not a driver branch`}},
+		{name: "gke floor not a version", edits: edits{{"nccl: 2.28.7-1, source: release-notes}\n  - {date: 2025-11-19", "nccl: 2.28.7-1, source: release-notes, gke: \"1.33\"}\n  - {date: 2025-11-19"}},
+			want: []string{`pairs[0].gke "1.33" is not a GKE version`}},
+		{name: "relative lib dir", edits: edits{{"    source: assumed\n", "    source: assumed\n    libDir: usr/local/tcpxo/lib64\n"}},
+			want: []string{`ncclConfigs[1].libDir "usr/local/tcpxo/lib64" is not an absolute directory`}},
 		{name: "empty file", doc: "\n", want: []string{"releases.yaml: holds no data: write a mapping with the keys pairs, ncclConfigs"}},
 	}
 	for _, tc := range cases {

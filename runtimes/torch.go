@@ -103,9 +103,9 @@ func (in *Inputs) WorkerEnv(profile string) ([]corev1.EnvVar, error) {
 	}
 	var published []facts.EnvVar
 	if cfg, ok := in.Releases.ConfigFor(in.Facts.PluginVersion); ok {
-		published = cfg.Env
+		published = cfg.EnvIn(in.Facts.LibDir)
 	}
-	env, err := in.Overrides.Apply(prof, in.Facts.Normalized, published)
+	env, err := in.Overrides.Apply(in.Facts.PluginVersion, prof, in.Facts.Normalized, published)
 	if err != nil {
 		return nil, fmt.Errorf("apply reviewed overrides to the %s profile of installer %s: %w", profile, in.Facts.PluginVersion, err)
 	}

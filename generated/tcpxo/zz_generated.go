@@ -35,8 +35,8 @@ const (
 	// usually does not: proving it means reading the multi-GB base layers).
 	PluginFilesComplete = false
 
-	// CUDAVersion is CUDA_VERSION from the installer image config. The plugin loads
-	// libcudart of this major from the workload image: the worker image must match it.
+	// CUDAVersion is CUDA_VERSION from the installer image config, a recorded fact:
+	// what binds the worker image is the libcudart PluginLibraries need, if any.
 	CUDAVersion = "12.8.0"
 
 	// SSHDPort is the port the installer image's sshd_config makes sshd listen on;
@@ -420,6 +420,33 @@ func PluginFiles() []string {
 	}
 }
 
+// PluginLibraries returns the shared objects under /plugins with the sonames each one's ELF
+// dynamic section needs (DT_NEEDED), in file order. Each call returns fresh slices.
+func PluginLibraries() []facts.Library {
+	return []facts.Library{
+		{
+			Name:   "libGPUViz.so",
+			Needed: []string{"libstdc++.so.6", "libc.so.6"},
+		},
+		{
+			Name:   "libnccl-net-shim.so",
+			Needed: []string{"libstdc++.so.6", "libm.so.6", "libgcc_s.so.1", "libc.so.6"},
+		},
+		{
+			Name:   "libnccl-net.so",
+			Needed: []string{"libcudart.so.12", "libstdc++.so.6", "libm.so.6", "libgcc_s.so.1", "libc.so.6"},
+		},
+		{
+			Name:   "libnccl-profiler-comma.so",
+			Needed: []string{"libgcc_s.so.1", "libc.so.6"},
+		},
+		{
+			Name:   "libnccl-tuner.so",
+			Needed: []string{"libstdc++.so.6", "libm.so.6", "libgcc_s.so.1", "libc.so.6"},
+		},
+	}
+}
+
 // RefusedCommands returns the external commands the profile sandbox refused, as
 // "profile: command (line N)": the NIC discovery a non-privileged pod cannot do either.
 func RefusedCommands() []string {
@@ -448,10 +475,10 @@ const (
 	ProvenanceKind = "testdata"
 
 	// ProvenanceRead is the image actually read.
-	ProvenanceRead = "testdata/installer/v1.0.15@sha256:39f05ee18be58dcf6ff078a620f526d39cef6a64c59d1cc86cbaf7321d75ee9b"
+	ProvenanceRead = "testdata/installer/v1.0.15@sha256:c2c501acbfbcfd88104bbd05d6428ad78dff8fc3d3632f20de7a3f6eac94737e"
 
 	// ProvenanceDigest is the manifest digest actually read.
-	ProvenanceDigest = "sha256:39f05ee18be58dcf6ff078a620f526d39cef6a64c59d1cc86cbaf7321d75ee9b"
+	ProvenanceDigest = "sha256:c2c501acbfbcfd88104bbd05d6428ad78dff8fc3d3632f20de7a3f6eac94737e"
 
 	// ProvenanceSubstituted is true when the image read is not the pinned one;
 	// make release-check refuses such data.
@@ -518,6 +545,7 @@ func Facts() facts.Facts {
 		Normalized:          NormalizedVariables(),
 		PluginFiles:         PluginFiles(),
 		PluginFilesComplete: PluginFilesComplete,
+		PluginLibraries:     PluginLibraries(),
 		PluginVersion:       PluginVersion,
 		Provenance: facts.Provenance{
 			DefaultGuestConfigSHA256: ProvenanceDefaultGuestConfigSHA256,

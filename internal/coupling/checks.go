@@ -47,7 +47,7 @@ func Checks() []Check {
 		{"trainer-version-matches-gomod", "the BOM's trainer version is the one go.mod links", checkTrainerVersion},
 		{"daemon-invocation-runs-image-script", "the shipped tcpxo-daemon command runs the entry script the daemon image carries", checkDaemonInvocation},
 		{"shipped-env-keeps-the-fabric", "the shipped env of every profile, overrides applied, keeps the guest config's rules and the fabric settings", checkKeepsFabric},
-		{"worker-cuda-matches-installer", "the worker image's CUDA major is the installer's (the plugin loads its libcudart)", checkWorkerCUDA},
+		{"worker-cuda-matches-installer", "the worker image's CUDA major is the one the plugin libraries' needed libcudart names, if any", checkWorkerCUDA},
 	}
 }
 
@@ -322,12 +322,8 @@ func checkPublishedDifferences(_ context.Context, t *Tree) Result {
 		return fail(files, "add the release notes' NCCL config list for "+t.Generated.PluginVersion+" to "+bom.ReleasesRepoPath,
 			"no published NCCL config list for installer %s to compare the profile with", t.Generated.PluginVersion)
 	}
-	decided := map[string]bool{}
-	for _, ov := range t.Overrides.Overrides {
-		decided[ov.Name] = true
-	}
 	published := map[string]string{}
-	for _, e := range cfg.Env {
+	for _, e := range cfg.EnvIn(t.Generated.LibDir) {
 		published[e.Name] = e.Value
 	}
 	profile := map[string]string{}
@@ -345,7 +341,7 @@ func checkPublishedDifferences(_ context.Context, t *Tree) Result {
 		}
 		d := fmt.Sprintf("%s: published %s, profile %s", name, show(pv, inPub), show(xv, inProf))
 		differences = append(differences, d)
-		if !decided[name] {
+		if !t.Overrides.Decides(name, t.Generated.PluginVersion) {
 			undecided = append(undecided, d)
 		}
 	}
@@ -572,24 +568,25 @@ func invocationProblem(command, entrypoint []string, script string, mode int) st
 	return fmt.Sprintf("the command %q does not run %s, the script the daemon image's entrypoint %q runs", command, script, entrypoint)
 }
 
-// checkWorkerCUDA compares the worker image's declared CUDA major with the
-// installer's, read from the installer image config: the NCCL plugin loads
-// libcudart.so.<major> from the workload image, so a CUDA 12 worker cannot
-// load a CUDA 13 plugin (v1.0.17).
+// checkWorkerCUDA holds the worker image's declared CUDA major to what the
+// plugin libraries need (PluginCUDA): a needed libcudart.so.<N> binds it to
+// N; a plugin set that needs none binds nothing, and the driver branch the
+// release names is what matters.
 func checkWorkerCUDA(_ context.Context, t *Tree) Result {
-	files := []string{bom.RepoPath, GeneratedFile}
-	if r := need(files, t.BOMErr, t.GeneratedErr); r != nil {
+	files := []string{bom.RepoPath, GeneratedFile, bom.ReleasesRepoPath}
+	if r := need(files, t.BOMErr, t.GeneratedErr, t.ReleasesErr); r != nil {
 		return *r
 	}
-	installer, err := facts.CUDAMajor(t.Generated.CUDAVersion)
+	binding, err := PluginCUDABinding(t.Generated.PluginLibraries)
 	if err != nil {
-		return fail(files, regenerate, "generated CUDAVersion: %v", err)
+		return fail(files, regenerate, "installer %s: %v", t.Generated.PluginVersion, err)
 	}
+	pair, _ := t.Releases.PairFor(t.Generated.PluginVersion)
 	w := t.BOM.Images.Worker
-	if w.CUDAMajor != installer {
-		return fail(files, fmt.Sprintf("pin a worker image built for CUDA %d and set images.worker.cudaMajor: %d", installer, installer),
-			"the worker %s declares CUDA %d, but installer %s is built on CUDA %s: the plugin would fail to load libcudart.so.%d in the worker",
-			w.Reference, w.CUDAMajor, t.Generated.PluginVersion, t.Generated.CUDAVersion, installer)
+	ok, detail := binding.Worker(w.CUDAMajor, pair.DriverBranch)
+	if !ok {
+		return fail(files, fmt.Sprintf("pin a worker image built for CUDA %d and set images.worker.cudaMajor: %d", binding.Major, binding.Major),
+			"worker %s, installer %s: %s", w.Reference, t.Generated.PluginVersion, detail)
 	}
-	return pass("worker and installer %s both CUDA %d", t.Generated.PluginVersion, installer)
+	return pass("installer %s: %s (image built on CUDA %s)", t.Generated.PluginVersion, detail, t.Generated.CUDAVersion)
 }

@@ -127,6 +127,19 @@ func assertPasses(t *testing.T, rep Report) {
 	}
 }
 
+func assertCheckPasses(t *testing.T, rep Report, id string, fragments ...string) {
+	t.Helper()
+	r := result(rep, id)
+	if r.Status != Pass {
+		t.Fatalf("check %s: %v %q (fix: %s); want it to pass", id, r.Status, r.Message, r.Fix)
+	}
+	for _, f := range fragments {
+		if !strings.Contains(r.Message, f) {
+			t.Errorf("check %s: %q lacks %q", id, r.Message, f)
+		}
+	}
+}
+
 func assertFails(t *testing.T, rep Report, id string, fragments ...string) {
 	t.Helper()
 	r := result(rep, id)
@@ -351,10 +364,20 @@ func TestDaemonInvocationMustRunTheImageScript(t *testing.T) {
 func TestWorkerCUDAMajorMustMatchInstaller(t *testing.T) {
 	root := copyRepo(t)
 	edit(t, root, bom.RepoPath, "    cudaMajor: 12\n", "    cudaMajor: 13\n")
-	assertFails(t, check(t, root), "worker-cuda-matches-installer", "declares CUDA 13", "CUDA 12.8.0")
+	assertFails(t, check(t, root), "worker-cuda-matches-installer", "libnccl-net.so needs libcudart.so.12, but the worker declares CUDA 13", "libcudart.so.12")
+	// CUDA_VERSION is a recorded fact, not the rule.
 	root = copyRepo(t)
 	edit(t, root, GeneratedFile, `CUDAVersion = "12.8.0"`, `CUDAVersion = "13.2.0"`)
-	assertFails(t, check(t, root), "worker-cuda-matches-installer", "declares CUDA 12", "CUDA 13.2.0")
+	assertCheckPasses(t, check(t, root), "worker-cuda-matches-installer", "worker CUDA 12: libnccl-net.so needs libcudart.so.12")
+	// The generated needs decide: a plugin needing libcudart.so.13 fails the CUDA 12 worker.
+	root = copyRepo(t)
+	edit(t, root, GeneratedFile, `"libcudart.so.12"`, `"libcudart.so.13"`)
+	assertFails(t, check(t, root), "worker-cuda-matches-installer", "needs libcudart.so.13, but the worker declares CUDA 12")
+	// No libcudart needed: nothing binds the worker, and the check says the driver branch matters.
+	root = copyRepo(t)
+	edit(t, root, GeneratedFile, `"libcudart.so.12", `, ``)
+	edit(t, root, bom.RepoPath, "    cudaMajor: 12\n", "    cudaMajor: 13\n")
+	assertCheckPasses(t, check(t, root), "worker-cuda-matches-installer", "no plugin library needs libcudart", "driver branch is what matters")
 }
 
 func TestUnreadableInputsFailEveryDependentCheck(t *testing.T) {

@@ -44,8 +44,8 @@ func Go(pkg string, f *facts.Facts) ([]byte, error) {
 		constDef("LibDir", f.LibDir, "LibDir is NCCL_LIB_DIR as a workload pod sees the installed plugin."),
 		constDef("PluginFilesComplete", f.PluginFilesComplete, "PluginFilesComplete says whether the scan proved PluginFiles complete (it",
 			"usually does not: proving it means reading the multi-GB base layers)."),
-		constDef("CUDAVersion", f.CUDAVersion, "CUDAVersion is CUDA_VERSION from the installer image config. The plugin loads",
-			"libcudart of this major from the workload image: the worker image must match it."),
+		constDef("CUDAVersion", f.CUDAVersion, "CUDAVersion is CUDA_VERSION from the installer image config, a recorded fact:",
+			"what binds the worker image is the libcudart PluginLibraries need, if any."),
 		constDef("SSHDPort", f.SSHDPort, "SSHDPort is the port the installer image's sshd_config makes sshd listen on;",
 			"the benchmark runs from this image and its launcher dials this port."),
 		constDef("AllReducePerfMPI", f.AllReducePerfMPI, "AllReducePerfMPI is the MPI build of nccl-tests all_reduce_perf in the installer image."),
@@ -63,6 +63,7 @@ func Go(pkg string, f *facts.Facts) ([]byte, error) {
 	rulesFunc(file, "DefaultGuestRules", "the rules of a3plus_guest_config.textproto, which the default profile points the checker at, in file order", f.DefaultGuestRules)
 	rulesFunc(file, "SimpleGuestRules", "the rules of a3plus_guest_config_simple.textproto, which the simple profile points the checker at, in file order", f.SimpleGuestRules)
 	stringsFunc(file, "PluginFiles", "the files seen under /plugins in the layers read", f.PluginFiles)
+	librariesFunc(file, "PluginLibraries", "the shared objects under /plugins with the sonames each one's ELF\ndynamic section needs (DT_NEEDED), in file order", f.PluginLibraries)
 	stringsFunc(file, "RefusedCommands", "the external commands the profile sandbox refused, as\n\"profile: command (line N)\": the NIC discovery a non-privileged pod cannot do either", f.Refused)
 	stringsFunc(file, "NormalizedVariables", "the variables whose empty list elements were dropped", f.Normalized)
 	provenance(file, f.Provenance, f.DaemonProvenance)
@@ -133,6 +134,27 @@ func rulesFunc(file *jen.File, name, what string, rules []guestconfig.Rule) {
 	file.Line()
 }
 
+func librariesFunc(file *jen.File, name, what string, libs []facts.Library) {
+	for _, line := range strings.Split(fmt.Sprintf("%s returns %s. Each call returns fresh slices.", name, what), "\n") {
+		file.Comment(line)
+	}
+	file.Func().Id(name).Params().Index().Qual(factsPkg, "Library").Block(
+		jen.Return(jen.Index().Qual(factsPkg, "Library").ValuesFunc(func(g *jen.Group) {
+			for _, l := range libs {
+				needed := make([]jen.Code, len(l.Needed))
+				for i, n := range l.Needed {
+					needed[i] = jen.Lit(n)
+				}
+				g.Line().Values(jen.Dict{jen.Id("Name"): jen.Lit(l.Name), jen.Id("Needed"): jen.Index().String().Values(needed...)})
+			}
+			if len(libs) > 0 {
+				g.Line()
+			}
+		})),
+	)
+	file.Line()
+}
+
 func stringsFunc(file *jen.File, name, what string, vals []string) {
 	for _, line := range strings.Split(fmt.Sprintf("%s returns %s.", name, what), "\n") {
 		file.Comment(line)
@@ -192,6 +214,7 @@ func factsFunc(file *jen.File) {
 		"PluginFilesComplete", "CUDAVersion", "SSHDPort", "AllReducePerfMPI", "DaemonEntryScript", "DaemonEntryScriptMode")
 	for field, fn := range map[string]string{"DefaultProfile": "DefaultProfile", "SimpleProfile": "SimpleProfile",
 		"DefaultGuestRules": "DefaultGuestRules", "SimpleGuestRules": "SimpleGuestRules", "PluginFiles": "PluginFiles",
+		"PluginLibraries":     "PluginLibraries",
 		"InstallerEntrypoint": "InstallerEntrypoint", "Scripts": "Scripts", "DaemonEntrypoint": "DaemonEntrypoint",
 		"Refused": "RefusedCommands", "Normalized": "NormalizedVariables"} {
 		top[jen.Id(field)] = jen.Id(fn).Call()

@@ -28,6 +28,7 @@ func sample() *facts.Facts {
 		DefaultProfile:        []facts.EnvVar{{Name: "LD_LIBRARY_PATH", Value: "/usr/local/nvidia/lib64"}, {Name: "NCCL_PROTO", Value: "Simple,LL128"}},
 		SimpleProfile:         []facts.EnvVar{{Name: "NCCL_PROTO", Value: "Simple"}, {Name: "NCCL_WEIRD", Value: "a \"quoted\"\nvalue`"}},
 		PluginFiles:           []string{"a3plus_tuner_config.textproto", "libnccl-tuner.so"},
+		PluginLibraries:       []facts.Library{{Name: "libnccl-net.so", Needed: []string{"libcudart.so.12", "libc.so.6"}}, {Name: "libnccl-tuner.so", Needed: []string{}}},
 		Refused:               []string{"nccl-env-profile.sh: ls (line 9)"},
 		Normalized:            []string{"LD_LIBRARY_PATH"},
 		CUDAVersion:           "12.8.0",

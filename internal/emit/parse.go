@@ -58,6 +58,9 @@ func Parse(name string, src []byte) (*facts.Facts, error) {
 			return nil, err
 		}
 	}
+	if f.PluginLibraries, err = p.libraries("PluginLibraries"); err != nil {
+		return nil, err
+	}
 	return f, nil
 }
 
@@ -174,6 +177,59 @@ func (p *factParser) strings(name string) ([]string, error) {
 			return nil, err
 		}
 		out = append(out, s)
+	}
+	return out, nil
+}
+
+// libraries reads a func's returned list of {Name: "...", Needed: []string{...}}.
+func (p *factParser) libraries(name string) ([]facts.Library, error) {
+	elts, err := p.list(name)
+	if err != nil {
+		return nil, err
+	}
+	bad := fmt.Errorf("generated file: %s holds an element that is not {Name: \"...\", Needed: []string{...}} (regenerate with go generate ./...)", name)
+	out := make([]facts.Library, 0, len(elts))
+	for _, e := range elts {
+		cl, ok := e.(*ast.CompositeLit)
+		if !ok {
+			return nil, bad
+		}
+		var lib facts.Library
+		for _, kv := range cl.Elts {
+			kve, ok := kv.(*ast.KeyValueExpr)
+			key, _ := kve.Key.(*ast.Ident)
+			if !ok || key == nil {
+				return nil, bad
+			}
+			switch v := kve.Value.(type) {
+			case *ast.BasicLit:
+				if key.Name != "Name" || v.Kind != token.STRING {
+					return nil, bad
+				}
+				if lib.Name, err = strconv.Unquote(v.Value); err != nil {
+					return nil, err
+				}
+			case *ast.CompositeLit:
+				if key.Name != "Needed" {
+					return nil, bad
+				}
+				lib.Needed = []string{}
+				for _, n := range v.Elts {
+					lit, ok := n.(*ast.BasicLit)
+					if !ok || lit.Kind != token.STRING {
+						return nil, bad
+					}
+					s, err := strconv.Unquote(lit.Value)
+					if err != nil {
+						return nil, err
+					}
+					lib.Needed = append(lib.Needed, s)
+				}
+			default:
+				return nil, bad
+			}
+		}
+		out = append(out, lib)
 	}
 	return out, nil
 }

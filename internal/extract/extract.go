@@ -58,7 +58,10 @@ type Config struct {
 	CacheDir     string // "" disables the local cache
 	LibDir       string // NCCL_LIB_DIR for profile evaluation; default DefaultLibDir
 	Limits       imagefs.Limits
-	Progress     io.Writer // nil: quiet
+	// MaxLibraryBytes bounds one plugin library read for its dynamic
+	// section; 0 means MaxPluginLibraryBytes.
+	MaxLibraryBytes int64
+	Progress        io.Writer // nil: quiet
 
 	Transport http.RoundTripper  // nil: default transport
 	Stats     *imagesource.Stats // optional network counters
@@ -107,6 +110,9 @@ func run(ctx context.Context, cfg Config, src imagesource.Source) (*Result, erro
 	}
 	if err := checkReferencedFiles(ctx, cfg, img, f, scan); err != nil {
 		return nil, err
+	}
+	if f.PluginLibraries, err = pluginLibraries(ctx, cfg, img, f.PluginFiles); err != nil {
+		return nil, fmt.Errorf("installer %s: %w", cfg.BOM.Images.Installer.Version, err)
 	}
 	dsrc, err := openImage(cfg, cfg.DaemonSource, cfg.BOM.Images.Daemon.Reference, DaemonTestdataDir, cfg.BOM.Images.Daemon.Version)
 	if err != nil {

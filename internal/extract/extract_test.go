@@ -104,10 +104,16 @@ func imageWithTop(t *testing.T, top ...reconstruction.Entry) v1.Image {
 
 func runOn(t *testing.T, img v1.Image) (*Result, error) {
 	t.Helper()
+	return runOnWith(t, img, func(*Config) {})
+}
+
+func runOnWith(t *testing.T, img v1.Image, edit func(*Config)) (*Result, error) {
+	t.Helper()
 	root := repoRoot(t)
 	b := loadBOM(t, root)
 	td := SourceSpec{Kind: SourceTestdata, Raw: SourceTestdata}
 	cfg := Config{Root: root, BOM: b, LibDir: DefaultLibDir, Source: td, DaemonSource: td}
+	edit(&cfg)
 	src := imagesource.FromImage(b.Images.Installer.Reference, imagesource.KindTestdata, "test", img)
 	return run(context.Background(), cfg, src)
 }

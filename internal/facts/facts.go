@@ -7,6 +7,7 @@ package facts
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -82,10 +83,16 @@ type Facts struct {
 	PluginFiles         []string
 	PluginFilesComplete bool
 
+	// PluginLibraries are the shared objects under /plugins with the sonames
+	// each one's ELF dynamic section needs (DT_NEEDED), read from the top
+	// layers: what binds the worker image is what these libraries load.
+	PluginLibraries []Library
+
 	// Installer image facts the components and the benchmark depend on.
 	// CUDAVersion is CUDA_VERSION from the installer image's config (its
-	// nvidia/cuda base): the plugin loads libcudart of this major from the
-	// workload image, so the worker image must have the same CUDA major.
+	// nvidia/cuda base). It is a recorded fact, not the CUDA rule: v1.0.17
+	// is built on CUDA 12.8 and qualified with 13.2, and its net plugin
+	// needs no libcudart at all; PluginLibraries decide the worker's CUDA.
 	CUDAVersion string
 	// InstallerEntrypoint is the image config's entrypoint.
 	InstallerEntrypoint []string
@@ -142,6 +149,27 @@ type Provenance struct {
 	// config checker files as read.
 	DefaultGuestConfigSHA256 string
 	SimpleGuestConfigSHA256  string
+}
+
+// Library is one shared object of the installer's /plugins: its file name
+// and the sonames its dynamic section needs (DT_NEEDED), in the order the
+// file lists them.
+type Library struct {
+	Name   string
+	Needed []string
+}
+
+var cudartSoname = regexp.MustCompile(`^libcudart\.so\.([0-9]+)$`)
+
+// CUDARuntimeMajor returns N when soname is libcudart.so.N, the CUDA
+// runtime of major N, and ok false for any other soname.
+func CUDARuntimeMajor(soname string) (int, bool) {
+	m := cudartSoname.FindStringSubmatch(soname)
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(m[1])
+	return n, err == nil && n > 0
 }
 
 // VersionOfRecord explains where PluginVersion comes from; emitted verbatim.

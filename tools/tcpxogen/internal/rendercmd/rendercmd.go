@@ -15,6 +15,7 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/internal/atomicfile"
+	"github.com/tcpxogen/tcpxogen/internal/coupling"
 	"github.com/tcpxogen/tcpxogen/internal/excerpt"
 	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/internal/goldens"
@@ -58,7 +59,7 @@ func renderRuntime(_ context.Context, args []string, s cli.Streams) error {
 	values := fs.String("values", "", "YAML file with tcpxoInterfaces: [{interfaceName, network}, ...]")
 	selectors := fs.StringArray("node-selector", nil, "node selector key=value (repeatable; default cloud.google.com/gke-accelerator=nvidia-h100-mega-80gb)")
 	tolerations := fs.StringArray("toleration", nil, "toleration key[=value]:Effect (repeatable)")
-	worker := fs.String("worker-image", "", "worker image, pinned by digest (default: the BOM's worker image); it must be built for the installer's CUDA major, "+cudaNote(runtimes.GeneratedFacts()))
+	worker := fs.String("worker-image", "", "worker image, pinned by digest (default: the BOM's worker image); it must be built for "+cudaNote(runtimes.GeneratedFacts()))
 	profile := fs.String("profile", runtimes.ProfileDefault, "NCCL profile: default or simple")
 	format := fs.StringP("output", "o", "yaml", "output format: yaml or json")
 	if err := cli.Parse(fs, args); err != nil {
@@ -80,7 +81,7 @@ func renderRuntime(_ context.Context, args []string, s cli.Streams) error {
 	if *worker != "" {
 		// render does not pull the image, so it cannot check; it says what
 		// the image must be, because a mismatch fails only on the node.
-		fmt.Fprintf(s.Err, "render: --worker-image %s must be built for CUDA %s\n", *worker, cudaNote(in.Facts))
+		fmt.Fprintf(s.Err, "render: --worker-image %s must be built for %s\n", *worker, cudaNote(in.Facts))
 	}
 	return write(s, runtimes.Format(*format), nil, rt)
 }
@@ -265,11 +266,12 @@ func parseTolerations(in []string) ([]corev1.Toleration, error) {
 	return out, nil
 }
 
-// cudaNote names the CUDA major a worker image needs and why.
+// cudaNote names what a worker image must be built for and why: the CUDA
+// major a needed libcudart of the plugin libraries names, or none.
 func cudaNote(p facts.Facts) string {
-	major, err := facts.CUDAMajor(p.CUDAVersion)
+	b, err := coupling.PluginCUDABinding(p.PluginLibraries)
 	if err != nil {
-		return fmt.Sprintf("%s (the installer's CUDA version %s names no major: regenerate)", p.CUDAVersion, p.CUDAVersion)
+		return fmt.Sprintf("(unknown: %v)", err)
 	}
-	return fmt.Sprintf("%d (installer %s is built on CUDA %s and its NCCL plugin loads libcudart.so.%d from the worker image)", major, p.PluginVersion, p.CUDAVersion, major)
+	return b.Need("") + " for installer " + p.PluginVersion
 }

@@ -1,0 +1,1 @@
+nccl-env-profile.sh
