@@ -253,8 +253,11 @@ func (j launchJudge) processes(l *Launch) {
 	case tr != nil && tr.ResourcesPerNode != nil:
 		cause, upstream := j.gpuLossCause()
 		p.Cause = fmt.Sprintf("the torch plugin sizes torchrun from the cpu of spec.trainer.resourcesPerNode (%d) when it has no GPU; and %s", n, cause)
+		if !hasCPU(tr.ResourcesPerNode) {
+			p.Cause = "the torch plugin starts one process per node when spec.trainer.resourcesPerNode sets neither a GPU nor cpu (a memory-only override); and " + cause
+		}
 		p.Upstream = upstream
-		p.Fix = "drop the CPU-only spec.trainer.resourcesPerNode, or restate nvidia.com/gpu: \"8\" in its limits and requests; numProcPerNode alone does not bring the GPUs back"
+		p.Fix = "drop the GPU-less spec.trainer.resourcesPerNode, or restate nvidia.com/gpu: \"8\" in its limits and requests; numProcPerNode alone does not bring the GPUs back"
 	default:
 		p.Cause = "the runtime's node container resources give the torch plugin no GPU to count"
 		p.Fix = "set spec.trainer.numProcPerNode to the GPU count"
