@@ -12,7 +12,6 @@ import (
 	"strings"
 	"testing"
 
-
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/internal/coupling"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
