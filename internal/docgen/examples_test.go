@@ -159,33 +159,12 @@ func checkBlock(t *testing.T, v *schema.Validator, known map[runtimeKey]knownRun
 		if r.Defaulted == nil {
 			continue
 		}
-		v, job, err := realizeExample(r.Defaulted.Object, known)
+		v, _, err := realizeExample(r.Defaulted.Object, known)
 		if err != nil {
 			t.Fatalf("realize: %v", err)
 		}
 		if v == nil {
 			continue
-		}
-		if job != nil && job.Spec.RuntimeRef.Name == runtimes.RuntimeName {
-			// What the other trainer versions' matrices recorded for a
-			// TrainJob of this shape holds the page's claims about them.
-			key, err := realize.LaunchKey(job)
-			if err != nil {
-				t.Fatal(err)
-			}
-			recs, err := realize.RecordedLaunches(key)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, rec := range recs {
-				if rec.Launch == nil {
-					t.Logf("launch on trainer %s not recorded for this shape", rec.TrainerVersion)
-					continue
-				}
-				for _, p := range rec.Launch.Problems {
-					lost = append(lost, "launch on trainer "+rec.TrainerVersion+" (recorded, case "+rec.Case+"): "+p.Check+": "+p.Problem)
-				}
-			}
 		}
 		for _, c := range v.Changes {
 			if c.LosesFabric() {

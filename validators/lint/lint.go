@@ -11,7 +11,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -41,11 +40,11 @@ func (e *InputError) BadInput() bool { return true }
 func badInput(format string, a ...any) error { return &InputError{fmt.Errorf(format, a...)} }
 
 // File realizes every TrainJob document of data (read from the file name)
-// against the shipped runtime and writes, per document, the schema
-// findings, every change to the wiring, and the launch verdict (on the
-// linked trainer, and as recorded by the realization matrix on the other
-// trainer versions) to w. It fails when any document loses the fabric or
-// launches wrong on any trainer version it knows, and returns an
+// against the shipped runtime on the linked trainer and writes, per
+// document, the schema findings, every change to the wiring, and the
+// launch verdict to w (Trainers runs it once per trainer version, each in
+// the binary that links it). It fails when any document loses the fabric
+// or launches wrong, and returns an
 // *InputError when any document is not a TrainJob of the shipped runtime,
 // before anything is judged.
 func File(ctx context.Context, w io.Writer, name string, data []byte) error {
@@ -257,39 +256,8 @@ func lintDoc(ctx context.Context, w io.Writer, rt *trainer.ClusterTrainingRuntim
 	if !v.Launch.OK() {
 		reasons = append(reasons, "launches wrong on trainer "+v.TrainerVersion)
 	}
-	key, err := realize.LaunchKey(d.job)
-	if err != nil {
-		return nil, err
-	}
-	recorded, err := realize.RecordedLaunches(key)
-	if err != nil {
-		return nil, err
-	}
-	for _, rec := range recorded {
-		switch {
-		case rec.Launch == nil:
-			p.line("note", "launch on trainer %s: not known for this TrainJob's shape: this binary links trainer %s, and the realization matrix of %s covers only the cases %s (docs/trainer-compat.md)",
-				rec.TrainerVersion, v.TrainerVersion, rec.TrainerVersion, strings.Join(rec.Covered, ", "))
-			summaries = append(summaries, fmt.Sprintf("trainer %s: launch unknown", rec.TrainerVersion))
-			continue
-		case sameLaunch(*rec.Launch, v.Launch):
-			p.line("note", "launch on trainer %s: the same as on %s (recorded by its realization matrix, case %s)", rec.TrainerVersion, v.TrainerVersion, rec.Case)
-		default:
-			p.launch(rec.TrainerVersion, fmt.Sprintf(" (recorded by its realization matrix, case %s)", rec.Case), *rec.Launch)
-		}
-		summaries = append(summaries, fmt.Sprintf("trainer %s: %s (recorded)", rec.TrainerVersion, rec.Launch.Summary))
-		if !rec.Launch.OK() {
-			reasons = append(reasons, fmt.Sprintf("launches wrong on trainer %s", rec.TrainerVersion))
-		}
-	}
 	p.line("", "%s", strings.Join(summaries, "; "))
 	return reasons, nil
-}
-
-// sameLaunch compares verdicts by what fails: the notes name values (the
-// node count) the launch key deliberately leaves out.
-func sameLaunch(a, b realize.Launch) bool {
-	return a.Judged == b.Judged && slices.Equal(a.Problems, b.Problems)
 }
 
 type printer struct {

@@ -15,10 +15,9 @@
 // what torchrun would do in the realized node container: the rendezvous
 // variables the torch plugin injects, processes per node against the GPUs
 // the container gets, and the node count the job asks for. Lint returns
-// both verdicts for one TrainJob on the linked trainer; RecordedLaunches
-// gives the launch verdict other trainer versions' matrices recorded for a
-// TrainJob of the same shape (LaunchKey), read from their embedded reports.
-// Outside the matrix's shapes that verdict is unknown, and said to be.
+// both verdicts for one TrainJob on the linked trainer. The sidecar hazards
+// trainer v2.3.0 brought (runtime patches of the tcpxo-daemon,
+// mlPolicy.torch.envInjection) are judged in hazards.go.
 //
 // # Trainer versions
 //
@@ -27,7 +26,10 @@
 // it. The main go.mod pins v2.2.0. trainer-v2.3.0.mod (with its .sum) is the
 // same module with trainer v2.3.0 and the dependency levels it needs; no
 // code differs between the two versions, only the recorded expectations
-// (knownBehaviors) and the embedded CRD defaults:
+// (knownBehaviors) and the embedded CRD defaults. The CLI is built once per
+// version (bin/tcpxogen and bin/tcpxogen-trainer-v2.3.0), and each realizes
+// its own; the matrix a build recorded (testdata/compat-<version>.json) is
+// that build's regression test, never a verdict for another:
 //
 //	go test ./validators/realize/...
 //	go test -modfile=validators/realize/trainer-v2.3.0.mod ./validators/realize/...

@@ -243,18 +243,34 @@ func (j launchJudge) processes(l *Launch) {
 		// The pod keeps the runtime's GPUs (v2.3.0 merges resourcesPerNode
 		// into them), but the torch plugin counts only the override.
 		p.Cause = fmt.Sprintf("spec.trainer.resourcesPerNode has no GPU, so the torch plugin sizes torchrun from its cpu (%d), while the node container keeps the runtime's %d GPUs", n, j.gpus)
+		if !hasCPU(tr.ResourcesPerNode) {
+			// The process-count collapse: a memory-only override counts
+			// neither GPUs nor CPUs, and the plugin starts max(1, 0).
+			p.Cause = fmt.Sprintf("spec.trainer.resourcesPerNode sets neither a GPU nor cpu (a memory-only override), so the torch plugin starts one process per node, while the node container keeps the runtime's %d GPUs", j.gpus)
+		}
 		p.Upstream = upstreamRawOverride
-		p.Fix = fmt.Sprintf("set spec.trainer.numProcPerNode: %d, or drop the CPU-only spec.trainer.resourcesPerNode (or add nvidia.com/gpu: \"%d\" to it)", j.gpus, j.gpus)
+		p.Fix = fmt.Sprintf("restate the GPUs in spec.trainer.resourcesPerNode (nvidia.com/gpu: \"%d\" in its limits and requests), or set spec.trainer.numProcPerNode: %d, or drop the override", j.gpus, j.gpus)
 	case tr != nil && tr.ResourcesPerNode != nil:
 		cause, upstream := j.gpuLossCause()
 		p.Cause = fmt.Sprintf("the torch plugin sizes torchrun from the cpu of spec.trainer.resourcesPerNode (%d) when it has no GPU; and %s", n, cause)
+		if !hasCPU(tr.ResourcesPerNode) {
+			p.Cause = "the torch plugin starts one process per node when spec.trainer.resourcesPerNode sets neither a GPU nor cpu (a memory-only override); and " + cause
+		}
 		p.Upstream = upstream
-		p.Fix = "drop the CPU-only spec.trainer.resourcesPerNode, or restate nvidia.com/gpu: \"8\" in its limits and requests; numProcPerNode alone does not bring the GPUs back"
+		p.Fix = "drop the GPU-less spec.trainer.resourcesPerNode, or restate nvidia.com/gpu: \"8\" in its limits and requests; numProcPerNode alone does not bring the GPUs back"
 	default:
 		p.Cause = "the runtime's node container resources give the torch plugin no GPU to count"
 		p.Fix = "set spec.trainer.numProcPerNode to the GPU count"
 	}
 	l.Problems = append(l.Problems, p)
+}
+
+// hasCPU reports whether a resourcesPerNode sets cpu, which is what the
+// torch plugin counts when it finds no GPU there.
+func hasCPU(r *corev1.ResourceRequirements) bool {
+	_, limit := r.Limits[corev1.ResourceCPU]
+	_, request := r.Requests[corev1.ResourceCPU]
+	return limit || request
 }
 
 // gpuLossCause explains a node container without GPUs, and names the
@@ -346,10 +362,8 @@ func replicatedJob(js *jobsetv1alpha2.JobSet, name string) *jobsetv1alpha2.Repli
 
 // LaunchKey describes, canonically, the parts of a TrainJob that decide
 // its launch on the shipped runtime: two TrainJobs with the same key get
-// the same launch verdict on a given trainer version. It is how a verdict
-// the realization matrix recorded on another trainer version (see
-// RecordedLaunches) is matched to a TrainJob this binary can only realize
-// on its own.
+// the same launch verdict on a given trainer version. The compatibility
+// page and the matrix report carry it per case.
 //
 // Read from the torch plugin and the resourcesPerNode handling of every
 // recorded version: the key keeps whether spec.trainer is set (PET_* are

@@ -2,7 +2,6 @@ package realize
 
 import (
 	"context"
-	"io/fs"
 	"slices"
 	"strings"
 	"testing"
@@ -343,74 +342,6 @@ func TestLaunchKeyDecidesLaunch(t *testing.T) {
 		}
 		if shared == 0 {
 			t.Errorf("trainer %s: no two cases share a launch key, so nothing holds LaunchKey to its claim", r.TrainerVersion)
-		}
-	}
-}
-
-func TestRecordedLaunches(t *testing.T) {
-	files, err := fs.Glob(compatFS, "testdata/compat-*.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bare, err := LaunchKey(BareTrainJob(&trainer.ClusterTrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: "x"}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, err := RecordedLaunches(bare)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(recs) != len(files)-1 {
-		t.Fatalf("%d recorded versions from %d reports; want every version but the linked %s", len(recs), len(files), TrainerVersion())
-	}
-	for _, rec := range recs {
-		if rec.TrainerVersion == TrainerVersion() {
-			t.Errorf("the linked version %s is reported as recorded", rec.TrainerVersion)
-		}
-		if rec.Launch == nil || rec.Case != "bare" {
-			t.Fatalf("trainer %s: no recorded verdict for a bare TrainJob: %+v", rec.TrainerVersion, rec)
-		}
-		if len(rec.Launch.Problems) != 1 || rec.Launch.Problems[0].Check != LaunchRendezvous {
-			t.Errorf("trainer %s: bare TrainJob's recorded launch = %+v, want a rendezvous failure", rec.TrainerVersion, *rec.Launch)
-		}
-	}
-
-	recs, err = RecordedLaunches("spec.trainer; numProcPerNode 3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, rec := range recs {
-		if rec.Launch != nil || rec.Case != "" || !slices.Contains(rec.Covered, "bare") {
-			t.Errorf("trainer %s: an unrecorded shape got %+v", rec.TrainerVersion, rec)
-		}
-	}
-
-	// The shape whose verdict depends on how the version treats
-	// resourcesPerNode: numProcPerNode 8 with a CPU-only override.
-	var c Case
-	for _, cc := range Cases() {
-		if cc.Name == "resources-cpu-memory-nproc-8" {
-			c = cc
-		}
-	}
-	job := BareTrainJob(&trainer.ClusterTrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: "x"}})
-	if c.TrainJob == nil || c.TrainJob(job) != nil {
-		t.Fatal("no resources-cpu-memory-nproc-8 case")
-	}
-	k, err := LaunchKey(job)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if recs, err = RecordedLaunches(k); err != nil {
-		t.Fatal(err)
-	}
-	for _, rec := range recs {
-		b, ok := BehaviorOf(rec.TrainerVersion)
-		if !ok || rec.Launch == nil {
-			t.Fatalf("trainer %s: %+v (behaviour recorded: %v)", rec.TrainerVersion, rec, ok)
-		}
-		if rec.Launch.OK() != b.ResourcesPerNodeMerges {
-			t.Errorf("trainer %s (resourcesPerNode merges: %v): recorded launch %s", rec.TrainerVersion, b.ResourcesPerNodeMerges, rec.Launch.Summary)
 		}
 	}
 }

@@ -31,7 +31,8 @@ const EnvRule = "env rule"
 
 // Judge is the one fabric decision over wiring: the node container's env
 // is judged by the fabric rule set (internal/fabric) with the installer's
-// guest config rules, for removals, changes and additions alike; any other
+// guest config rules, for removals, changes and additions alike; a change
+// inside a sidecar (the tcpxo-daemon) is judged by judgeSidecar; any other
 // wiring element lost or changed loses the fabric, and additions of other
 // elements keep it.
 func Judge(from, to wiring.Wiring, rules []guestconfig.Rule) []Judged {
@@ -45,6 +46,8 @@ func Judge(from, to wiring.Wiring, rules []guestconfig.Rule) []Judged {
 	for _, c := range wiring.Diff(from, to) {
 		j := Judged{Change: c}
 		switch {
+		case isSidecarChange(c):
+			j = judgeSidecar(c)
 		case c.What == wiring.EnvLost || c.What == wiring.EnvOverridden || c.What == wiring.EnvAdded:
 			f, ok := findings[c.Path]
 			delete(findings, c.Path)

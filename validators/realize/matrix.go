@@ -55,6 +55,9 @@ type Behavior struct {
 	// reconcile, e.g. on unsuspend) fails its own GVK check
 	// (kubeflow/trainer#3921, fixed after v2.3.0 by #3922).
 	SnapshotBreaksRebuild bool
+	// TorchEnvInjection: the runtime's mlPolicy.torch.envInjection names
+	// further containers the torch plugin upserts PET_* into (v2.3.0).
+	TorchEnvInjection bool
 }
 
 // knownBehaviors records, per trainer version, the behaviour the matrix
@@ -62,7 +65,7 @@ type Behavior struct {
 // matrix). An unlisted version fails every case with an explicit message.
 var knownBehaviors = map[string]Behavior{
 	"v2.2.0": {},
-	"v2.3.0": {ResourcesPerNodeMerges: true, RuntimeSnapshot: true, SnapshotBreaksRebuild: true},
+	"v2.3.0": {ResourcesPerNodeMerges: true, RuntimeSnapshot: true, SnapshotBreaksRebuild: true, TorchEnvInjection: true},
 }
 
 // BehaviorOf returns the recorded behaviour of a trainer version.
@@ -279,8 +282,8 @@ type Row struct {
 	// Launch is the launch verdict of the realized TrainJob.
 	Launch *Launch `json:"launch,omitempty"`
 	// LaunchKey is the TrainJob's LaunchKey, for cases realized against
-	// the shipped runtime only: a binary linking another trainer version
-	// finds this row's launch verdict by it (RecordedLaunches).
+	// the shipped runtime only: the cases with one key share one verdict
+	// (TestLaunchKeyDecidesLaunch).
 	LaunchKey string `json:"launchKey,omitempty"`
 	// Objects lists every realized object as Kind/name.
 	Objects []string `json:"objects,omitempty"`
@@ -465,7 +468,7 @@ func observe(o *Outcome) map[string]string {
 // Cases returns the matrix, freshly built (cases hold closures over
 // runtimes; nothing is shared between calls).
 func Cases() []Case {
-	return []Case{
+	return append([]Case{
 		{
 			Name:    "bare",
 			Summary: "TrainJob with runtimeRef only",
@@ -759,7 +762,7 @@ func Cases() []Case {
 				}
 			},
 		},
-	}
+	}, hazardCases()...)
 }
 
 // patchSpecJSON merges a JSON fragment into job.Spec, strictly: a field the

@@ -12,9 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
-	"sigs.k8s.io/yaml"
-
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/internal/coupling"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
@@ -80,33 +77,6 @@ func TestCheckUsage(t *testing.T) {
 	}
 }
 
-// recorded returns the launch verdicts the other trainer versions'
-// matrices recorded for the TrainJob in file, so expectations follow the
-// committed data rather than restate it.
-func recorded(t *testing.T, file string) []realize.RecordedLaunch {
-	t.Helper()
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var job trainer.TrainJob
-	if err := yaml.Unmarshal(data, &job); err != nil {
-		t.Fatal(err)
-	}
-	key, err := realize.LaunchKey(&job)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, err := realize.RecordedLaunches(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(recs) == 0 {
-		t.Fatal("no other trainer version recorded")
-	}
-	return recs
-}
-
 func TestCheckTrainJob(t *testing.T) {
 	linked := realize.TrainerVersion()
 	merges := func(v string) bool {
@@ -116,14 +86,16 @@ func TestCheckTrainJob(t *testing.T) {
 		}
 		return b.ResourcesPerNodeMerges
 	}
+	// Each case runs on the linked trainer (--trainer names it, so a run
+	// under either modfile realizes in-process); the other version's
+	// binary is tools/tcpxogen's TestTrainerSiblings.
 	for _, tc := range []struct {
 		file string
 		code int
 		want []string
-		// wantRecorded returns what the output says of a recorded version.
-		wantRecorded func(rec realize.RecordedLaunch) []string
 	}{
 		{file: "trainjob-env-debug.yaml", code: cli.ExitOK, want: []string{
+			"trainer " + linked + ": realized in-process by ",
 			"note  env overridden: env NCCL_DEBUG (WARN -> INFO): your value wins", "0 lose the fabric; launch ok",
 			"ok    launch on trainer " + linked + ": ", "torchrun starts one process per visible GPU, 8 here",
 		}},
@@ -140,64 +112,78 @@ func TestCheckTrainJob(t *testing.T) {
 				"FAIL  launch on trainer " + linked + ": rendezvous: the node container has no PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK, PET_MASTER_ADDR, PET_MASTER_PORT",
 				"upstream: kubeflow/trainer issue 4076", "fix: add `spec.trainer: {}`",
 			},
-			wantRecorded: func(rec realize.RecordedLaunch) []string {
-				return []string{"launch on trainer " + rec.TrainerVersion + ": the same as on " + linked + " (recorded by its realization matrix, case bare)"}
-			},
 		},
 		{
 			// PR 3974's shape: processes sized by the CPU override.
 			file: "trainjob-resources-cpu-memory.yaml", code: cli.ExitFailure,
-			want: []string{"launch on trainer " + linked + ": processes per node: PET_NPROC_PER_NODE=16 on a node container with "},
-			wantRecorded: func(rec realize.RecordedLaunch) []string {
-				if !merges(rec.TrainerVersion) {
-					return []string{"trainer " + rec.TrainerVersion + ": launch fails: processes per node (recorded)"}
-				}
-				return []string{
-					"FAIL  launch on trainer " + rec.TrainerVersion + " (recorded by its realization matrix, case resources-cpu-memory): processes per node: PET_NPROC_PER_NODE=16 on a node container with nvidia.com/gpu: 8: torchrun would start 16 processes for 8 GPUs",
-					"upstream: kubeflow/trainer PR 3974", "fix: set spec.trainer.numProcPerNode: 8",
-				}
-			},
+			want: map[bool][]string{
+				true: {
+					"FAIL  launch on trainer " + linked + ": processes per node: PET_NPROC_PER_NODE=16 on a node container with nvidia.com/gpu: 8: torchrun would start 16 processes for 8 GPUs",
+					"upstream: kubeflow/trainer PR 3974", "or set spec.trainer.numProcPerNode: 8",
+				},
+				false: {"launch on trainer " + linked + ": processes per node: PET_NPROC_PER_NODE=16 on a node container with no nvidia.com/gpu"},
+			}[merges(linked)],
 		},
 		{
-			// The fix for the shape above: passes where resourcesPerNode
+			// The process-count collapse: memory only. Where resourcesPerNode
+			// merges the pod keeps its GPUs and runs one process; where it
+			// replaces, the GPUs are gone too.
+			file: "trainjob-memory-only.yaml", code: cli.ExitFailure,
+			want: map[bool][]string{
+				true: {
+					"FAIL  launch on trainer " + linked + ": processes per node: PET_NPROC_PER_NODE=1 on a node container with nvidia.com/gpu: 8",
+					"a memory-only override", "upstream: kubeflow/trainer PR 3974", `fix: restate the GPUs in spec.trainer.resourcesPerNode (nvidia.com/gpu: "8"`,
+				},
+				false: {"FAIL  resource lost: limits nvidia.com/gpu (8 -> <none>)", "a memory-only override", "upstream: kubeflow/trainer issue 3551"},
+			}[merges(linked)],
+		},
+		// Its fix: the override restates the GPUs, on every version.
+		{file: "trainjob-memory-gpus.yaml", code: cli.ExitOK, want: []string{"0 lose the fabric; launch ok", "8 here (nvidia.com/gpu: 8)"}},
+		{file: "trainjob-patch-daemon-caps.yaml", code: cli.ExitFailure, want: []string{
+			"FAIL  capability lost: initContainer tcpxo-daemon capability NET_ADMIN: tcpxo-daemon loses a capability", "kubeflow/trainer PR 3309",
+			"fix: remove the tcpxo-daemon entry from spec.runtimePatches", "1 lose the fabric; launch ok",
+		}},
+		{
+			// The fix for the CPU shape: passes where resourcesPerNode
 			// merges; where it replaces, the GPUs are gone whatever
 			// numProcPerNode says.
 			file: "trainjob-cpu-memory-nproc-8.yaml",
 			code: map[bool]int{true: cli.ExitOK, false: cli.ExitFailure}[merges(linked)],
-			wantRecorded: func(rec realize.RecordedLaunch) []string {
-				if merges(rec.TrainerVersion) {
-					return []string{"trainer " + rec.TrainerVersion + ": launch ok (recorded)"}
-				}
-				return []string{"trainer " + rec.TrainerVersion + ": launch fails: processes per node (recorded)"}
-			},
 		},
 		{
 			file: "trainjob-cpu-memory-gpus-nproc-8.yaml", code: cli.ExitOK,
 			want: []string{"0 lose the fabric; launch ok", "PET_NPROC_PER_NODE=8: one process per GPU (nvidia.com/gpu: 8)"},
-			wantRecorded: func(rec realize.RecordedLaunch) []string {
-				return []string{"trainer " + rec.TrainerVersion + ": launch ok (recorded)"}
-			},
 		},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			path := filepath.Join("testdata", tc.file)
-			code, out := runCheck(t, "trainjob", path)
+			code, out := runCheck(t, "trainjob", "--trainer", linked, path)
 			if code != tc.code {
 				t.Fatalf("exit %d, want %d:\n%s", code, tc.code, out)
 			}
-			want := tc.want
-			if tc.wantRecorded != nil {
-				for _, rec := range recorded(t, path) {
-					want = append(want, tc.wantRecorded(rec)...)
-				}
-			}
-			for _, w := range want {
+			for _, w := range tc.want {
 				if !strings.Contains(out, w) {
 					t.Errorf("output lacks %q:\n%s", w, out)
 				}
 			}
 			checkEveryChangeListed(t, out)
 		})
+	}
+}
+
+// TestCheckTrainJobTrainerFlag: an unsupported version is bad usage (exit
+// 2); a version whose binary is not next to this one (the test binary has
+// no sibling) fails (exit 1) naming the make target, after realizing the
+// versions it can; never a silent fallback.
+func TestCheckTrainJobTrainerFlag(t *testing.T) {
+	path := filepath.Join("testdata", "trainjob-env-debug.yaml")
+	if code, out := runCheck(t, "trainjob", "--trainer", "v2.1.0", path); code != cli.ExitUsage || !strings.Contains(out, "not a supported trainer version") {
+		t.Fatalf("exit %d, want 2:\n%s", code, out)
+	}
+	linked := realize.TrainerVersion()
+	code, out := runCheck(t, "trainjob", "--trainer", "all", path)
+	if code != cli.ExitFailure || !strings.Contains(out, "trainer "+linked+": realized in-process") || !strings.Contains(out, "which does not exist") || !strings.Contains(out, "build it with `make bin/tcpxogen") {
+		t.Fatalf("exit %d, want 1 naming the missing binary's make target:\n%s", code, out)
 	}
 }
 
