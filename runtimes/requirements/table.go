@@ -97,7 +97,7 @@ func Table(in *runtimes.Inputs) ([]Row, error) {
 			srcNCCLTest+": mpirun runs from the installer image", byDerive),
 	)
 	for _, e := range env {
-		rows = append(rows, launcher.row(Env, worker+".env[name="+e.name+"]", map[string]string{".value": e.value}, e.source+"; "+srcTrainerMPI, byDerive))
+		rows = append(rows, launcher.row(Env, worker+".env[name="+e.name+"]", map[string]string{".value": e.value}, e.source+"; "+srcTrainerMPI, e.by+", copied to the launcher by "+byDerive))
 	}
 	rows = append(rows, components(in)...)
 	return rows, nil

@@ -39,22 +39,23 @@ const (
 // DaemonSets alike.
 var classes = []struct {
 	kind Kind
+	word string // a literal every matching path contains: a cheap filter before the pattern
 	re   *regexp.Regexp
 }{
-	{Capability, regexp.MustCompile(`^(.*\.securityContext\.capabilities\.add\[[^\]]+\])$`)},
-	{Privilege, regexp.MustCompile(`^(.*\.securityContext\.privileged)$`)},
+	{Capability, ".capabilities.add[", regexp.MustCompile(`^(.*\.securityContext\.capabilities\.add\[[^\]]+\])$`)},
+	{Privilege, ".privileged", regexp.MustCompile(`^(.*\.securityContext\.privileged)$`)},
 	// A list under an annotation whose entries are keyed by path is the
 	// NRI device injector's: each entry is one device.
-	{Device, regexp.MustCompile(`^(.*\.annotations\["[^"]+"\]\((?:YAML|JSON)\)\[path=[^\]]+\])`)},
-	{Annotation, regexp.MustCompile(`^(.*\.annotations(?:\.[A-Za-z0-9_-]+|\["[^"]+"\]))`)},
-	{HostNamespace, regexp.MustCompile(`^(.*\.spec\.host(?:Network|PID|IPC))$`)},
-	{Port, regexp.MustCompile(`^(.*\.(?:tcpSocket|httpGet|grpc)\.port)$`)},
-	{Port, regexp.MustCompile(`^(.*\.ports\[[^\]]+\])`)},
-	{Image, regexp.MustCompile(`^(.*(?:\.containers|\.initContainers)\[name=[^\]]+\]\.image)$`)},
-	{Env, regexp.MustCompile(`^(.*\.env\[name=[^\]]+\])`)},
-	{Mount, regexp.MustCompile(`^(.*\.volumeMounts\[name=[^\]]+\])`)},
-	{Volume, regexp.MustCompile(`^(.*\.volumes\[name=[^\]]+\])`)},
-	{Resource, regexp.MustCompile(`^(.*\.resources\.(?:limits|requests)(?:\.[A-Za-z0-9_-]+|\["[^"]+"\]))$`)},
+	{Device, "[path=", regexp.MustCompile(`^(.*\.annotations\["[^"]+"\]\((?:YAML|JSON)\)\[path=[^\]]+\])`)},
+	{Annotation, ".annotations", regexp.MustCompile(`^(.*\.annotations(?:\.[A-Za-z0-9_-]+|\["[^"]+"\]))`)},
+	{HostNamespace, ".spec.host", regexp.MustCompile(`^(.*\.spec\.host(?:Network|PID|IPC))$`)},
+	{Port, ".port", regexp.MustCompile(`^(.*\.(?:tcpSocket|httpGet|grpc)\.port)$`)},
+	{Port, ".ports[", regexp.MustCompile(`^(.*\.ports\[[^\]]+\])`)},
+	{Image, ".image", regexp.MustCompile(`^(.*(?:\.containers|\.initContainers)\[name=[^\]]+\]\.image)$`)},
+	{Env, ".env[name=", regexp.MustCompile(`^(.*\.env\[name=[^\]]+\])`)},
+	{Mount, ".volumeMounts[name=", regexp.MustCompile(`^(.*\.volumeMounts\[name=[^\]]+\])`)},
+	{Volume, ".volumes[name=", regexp.MustCompile(`^(.*\.volumes\[name=[^\]]+\])`)},
+	{Resource, ".resources.", regexp.MustCompile(`^(.*\.resources\.(?:limits|requests)(?:\.[A-Za-z0-9_-]+|\["[^"]+"\]))$`)},
 }
 
 // Element is one classified element of a rendered object: the leaves under
@@ -92,6 +93,9 @@ func Elements(artefact string, objs ...map[string]any) []Element {
 		index := map[string]int{}
 		walk("", o, false, func(path, value string) {
 			for _, c := range classes {
+				if !strings.Contains(path, c.word) {
+					continue
+				}
 				m := c.re.FindStringSubmatch(path)
 				if m == nil {
 					continue
