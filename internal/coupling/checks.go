@@ -42,6 +42,7 @@ func Checks() []Check {
 		{"profile-files-shipped", "every file the profile points into the library directory is shipped", checkProfileFiles},
 		{"published-differences-decided", "every difference from the published NCCL list has a recorded decision", checkPublishedDifferences},
 		{"benchmark-wiring-matches", "the benchmark runtime's wiring equals the shipped runtime's", checkBenchmarkWiring},
+		requirementsCheck,
 		{"generated-output-reproducible", "re-extracting from the recorded source reproduces the generated code and goldens", checkReproducible},
 		{"no-retired-daemon-flags", "no tcpxo-daemon argument is a flag the release notes retired", checkRetiredFlags},
 		{"trainer-version-matches-gomod", "the BOM's trainer version is the one go.mod links", checkTrainerVersion},

@@ -35,7 +35,7 @@ func realRoot(t *testing.T) string {
 func copyRepo(t *testing.T) string {
 	t.Helper()
 	src, dst := realRoot(t), t.TempDir()
-	rels := []string{"go.mod", bom.RepoPath, bom.ReleasesRepoPath, bom.OverridesRepoPath, GeneratedFile, runtimes.GoldenRuntime, runtimes.GoldenComponents, derive.GoldenPath, docgen.CompatDoc}
+	rels := []string{"go.mod", bom.RepoPath, bom.ReleasesRepoPath, bom.OverridesRepoPath, GeneratedFile, runtimes.GoldenRuntime, runtimes.GoldenComponents, derive.GoldenPath, docgen.CompatDoc, emit.FixtureGolden}
 	rels = append(rels, DocFiles...)
 	compat, _ := filepath.Glob(filepath.Join(src, "validators/realize/testdata/compat-*.json"))
 	for _, p := range compat {
@@ -438,6 +438,32 @@ func TestOverrideCannotBreakTheFabric(t *testing.T) {
 			root := copyRepo(t)
 			edit(t, root, bom.OverridesRepoPath, "overrides:\n", "overrides:\n"+tc.override)
 			assertFails(t, check(t, root), "shipped-env-keeps-the-fabric", tc.want...)
+		})
+	}
+}
+
+// TestGoldensMeetRequirements: a golden that lost a required element — as
+// after a builder change and `go generate`, when every golden reproduces —
+// fails the release gate naming the element, its published source and the
+// file that ships it.
+func TestGoldensMeetRequirements(t *testing.T) {
+	for _, c := range []struct {
+		name, old, new string
+		fragments      []string
+	}{
+		{"daemon without NET_ADMIN", "                      - NET_ADMIN\n", "",
+			[]string{"capabilities.add[NET_ADMIN] is absent", "gpudirect-tcpxo/nccl-test-unprivileged-without-hostnetwork.yaml", "runtimes/wiring.go"}},
+		{"worker without the LLCM directory", "                  - name: NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY\n                    value: /dev/aperture_devices\n", "",
+			[]string{"env[name=NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY] is absent", "gpudirect-tcpxo/nccl-test-unprivileged-without-hostnetwork.yaml", "bom/overrides.yaml"}},
+		{"daemon privileged", "                    privileged: false\n", "                    privileged: true\n",
+			[]string{"securityContext.privileged is \"true\", not \"false\""}},
+		{"an unexplained capability", "                      - NET_BIND_SERVICE\n", "                      - NET_BIND_SERVICE\n                      - SYS_ADMIN\n",
+			[]string{"capabilities.add[SYS_ADMIN]", "no requirement explains it"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := copyRepo(t)
+			edit(t, root, runtimes.GoldenRuntime, c.old, c.new)
+			assertFails(t, check(t, root), "goldens-meet-requirements", append(c.fragments, runtimes.GoldenRuntime)...)
 		})
 	}
 }

@@ -1,6 +1,7 @@
 // Package goldens renders every committed artifact downstream of the
 // generated constants: the runtime and component manifests, the derived
-// benchmark, and the generated documentation pages. `render goldens`
+// benchmark, the emitter's own golden and the generated documentation
+// pages. `render goldens`
 // writes them and the coupling check re-renders them, from one function,
 // so the two can never disagree about what "current" means. It owns the
 // set of goldens and their paths, not how each is built (runtimes, derive,
@@ -11,6 +12,7 @@ import (
 	"maps"
 
 	"github.com/tcpxogen/tcpxogen/internal/docgen"
+	"github.com/tcpxogen/tcpxogen/internal/emit"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/validators/performance/derive"
 )
@@ -27,6 +29,9 @@ func Render(root string, in *runtimes.Inputs) (map[string][]byte, error) {
 		return nil, err
 	}
 	if files[derive.GoldenPath], err = derive.Golden(rt, in.Facts); err != nil {
+		return nil, err
+	}
+	if files[emit.FixtureGolden], err = emit.Go("tcpxo", emit.FixtureFacts()); err != nil {
 		return nil, err
 	}
 	pages, err := docgen.Pages(root, in)

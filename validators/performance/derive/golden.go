@@ -20,9 +20,7 @@ const GoldenNamespace = "tcpxo-validation"
 // GoldenPath: the wiring is what ships, and the benchmark's image, binary
 // and ssh port are the pinned installer image's (p).
 func Golden(shipped *trainer.ClusterTrainingRuntime, p facts.Facts) ([]byte, error) {
-	params := ParamsFor(p)
-	params.Namespace = GoldenNamespace
-	bench, err := Derive(shipped, params)
+	bench, err := GoldenRuntime(shipped, p)
 	if err != nil {
 		return nil, err
 	}
@@ -33,4 +31,12 @@ func Golden(shipped *trainer.ClusterTrainingRuntime, p facts.Facts) ([]byte, err
 		"EXAMPLE VALUES: the GPU-NIC network names are examples; tcpxogen validate derives the",
 		"benchmark from the runtime deployed on your cluster.",
 	}, bench)
+}
+
+// GoldenRuntime is the benchmark Golden encodes, as a typed object: what
+// the requirements table is checked against in memory.
+func GoldenRuntime(shipped *trainer.ClusterTrainingRuntime, p facts.Facts) (*trainer.TrainingRuntime, error) {
+	params := ParamsFor(p)
+	params.Namespace = GoldenNamespace
+	return Derive(shipped, params)
 }

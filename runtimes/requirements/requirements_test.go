@@ -1,0 +1,111 @@
+package requirements
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+
+	"github.com/tcpxogen/tcpxogen/runtimes"
+)
+
+func inputs(t testing.TB) *runtimes.Inputs {
+	t.Helper()
+	in, err := runtimes.LoadInputs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+func shipped(t testing.TB, in *runtimes.Inputs) map[string][]any {
+	t.Helper()
+	arts, err := Render(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return arts
+}
+
+func findings(t testing.TB, in *runtimes.Inputs, arts map[string][]any) []Finding {
+	t.Helper()
+	rows, err := Table(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	elems, err := ElementsOf(arts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Check(rows, elems)
+}
+
+// TestShippedMeetsTable: what the builders render carries every required
+// element and nothing the table does not explain.
+func TestShippedMeetsTable(t *testing.T) {
+	in := inputs(t)
+	for _, f := range findings(t, in, shipped(t, in)) {
+		t.Error(f)
+	}
+}
+
+// TestUnexplainedElementFails: an element the builders add without a row
+// is reported, naming it, so the table cannot fall behind what ships.
+func TestUnexplainedElementFails(t *testing.T) {
+	in := inputs(t)
+	rows, err := Table(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arts := shipped(t, in)
+	rt := arts[runtimes.GoldenRuntime][0].(*trainer.ClusterTrainingRuntime)
+	d := &rt.Spec.Template.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.InitContainers[0]
+	d.SecurityContext.Capabilities.Add = append(d.SecurityContext.Capabilities.Add, "SYS_ADMIN")
+	elems, err := ElementsOf(arts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := Check(rows, elems)
+	if len(got) != 1 || got[0].Problem != Unexplained || !strings.Contains(got[0].String(), "capabilities.add[SYS_ADMIN]") {
+		t.Fatalf("want one unexplained SYS_ADMIN, got %v", got)
+	}
+}
+
+// TestReferenceRowsAreRequired: the wiring reference the user guide prints
+// (one row per shipped element) names only elements the table requires, so
+// the documentation and the release gate describe the same wiring.
+func TestReferenceRowsAreRequired(t *testing.T) {
+	in := inputs(t)
+	rows, err := Table(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := shipped(t, in)[runtimes.GoldenRuntime][0].(*trainer.ClusterTrainingRuntime)
+	refs, err := runtimes.Reference(rt, in.Overrides, in.Facts.PluginVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := replicatedPod("node")
+	for _, ref := range refs {
+		prefix := map[string]string{
+			"annotation": pod + `.metadata.annotations["` + ref.Name + `"]`,
+			"sidecar":    pod + ".spec.initContainers[name=" + ref.Name + "]",
+			"volume":     pod + ".spec.volumes[name=" + ref.Name + "]",
+			"resource":   pod + worker + `.resources.limits["` + ref.Name + `"]`,
+			"env":        pod + worker + ".env[name=" + ref.Name + "]",
+		}[ref.Kind]
+		found := slices.ContainsFunc(rows, func(r Row) bool {
+			if r.Artefact != runtimes.GoldenRuntime {
+				return false
+			}
+			if ref.Kind == "capability" {
+				return strings.HasSuffix(r.Path, ".securityContext.capabilities.add["+ref.Name+"]")
+			}
+			return prefix != "" && strings.HasPrefix(r.Path, prefix)
+		})
+		if !found {
+			t.Errorf("the wiring reference lists %s %s, which no requirement covers", ref.Kind, ref.Name)
+		}
+	}
+}
