@@ -39,6 +39,13 @@ func (c *capture) fresh() *capture {
 	return &d
 }
 
+// reset returns c to its state before any stream was seen.
+func (c *capture) reset() {
+	if c != nil {
+		*c = *c.fresh()
+	}
+}
+
 // byRecord is the buffered content by position in the layer's stream, as
 // the scan index keeps it.
 func (c *capture) byRecord() map[int][]byte {

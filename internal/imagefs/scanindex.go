@@ -122,7 +122,6 @@ func (s *scanner) replay(ps *pass, x *scanIndex) bool {
 	if x.compressed > ps.roomCompressed || x.expanded > ps.roomExpanded {
 		return false // the read reports the limit, as it would without an index
 	}
-	saved := ps.capture.fresh()
 	li := newLayerIndex(ps.layer, ps.roomEntries, s.lim.MaxEntries, ps.capture, ps.indexing)
 	for k, e := range x.toc {
 		var body io.Reader = unindexed{}
@@ -130,7 +129,7 @@ func (s *scanner) replay(ps *pass, x *scanIndex) bool {
 			body = bytes.NewReader(d)
 		}
 		if err := li.add(e.header(), body); err != nil {
-			ps.capture = saved
+			ps.capture.reset()
 			return false
 		}
 	}

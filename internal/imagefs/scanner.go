@@ -199,7 +199,7 @@ func (s *scanner) charge(ps *pass) error {
 	if !ps.fromIndex {
 		s.stats.CompressedBytes += ps.compressed
 		s.stats.ExpandedBytes += ps.expanded
-	} else {
+	} else if ps.indexing {
 		s.stats.IndexedLayers++
 	}
 	if ps.rebuilt {
@@ -293,7 +293,7 @@ func (s *scanner) fetchDeferred() error {
 		s.stats.Rereads++
 		for _, p := range paths {
 			for _, f := range want[p] {
-				data, ok := c.take(layer, p)
+				data, ok := ps.capture.take(layer, p)
 				if !ok {
 					return fmt.Errorf("%s: %s was a regular file on the first read but is missing on the second; the layer source is not stable", s.layerName(layer), p)
 				}
