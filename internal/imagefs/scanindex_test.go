@@ -316,3 +316,35 @@ func TestIndexCountsAgainstTheLimits(t *testing.T) {
 		t.Errorf("warm error = %v, want the cold one: %v", warmErr, coldErr)
 	}
 }
+
+// wrongDigest is a layer whose manifest digest its bytes do not match.
+type wrongDigest struct{ v1.Layer }
+
+func (wrongDigest) Digest() (v1.Hash, error) {
+	return v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("ab", 32)}, nil
+}
+
+// TestSeveralFailingLayersReportTheTopmost: with layers read ahead
+// concurrently, whichever pass finishes first, the error is the topmost
+// failing layer's, on every run.
+func TestSeveralFailingLayersReportTheTopmost(t *testing.T) {
+	img := image(t,
+		layer(t, file("want", "base")),
+		wrongDigest{layer(t, file("x", strings.Repeat("x", 1<<16)))},
+		wrongDigest{layer(t, file("y", "y"))},
+		layer(t, file("top", "t")),
+	)
+	var first string
+	for n := range 20 {
+		_, err := Scan(context.Background(), img, content("/want"), WithParallelism(4))
+		var ie *IntegrityError
+		if !errors.As(err, &ie) || ie.Layer != "layer 3/4" {
+			t.Fatalf("run %d: error = %v, want the integrity error of layer 3/4", n, err)
+		}
+		if n == 0 {
+			first = err.Error()
+		} else if err.Error() != first {
+			t.Fatalf("run %d: error %q differs from the first run's %q", n, err, first)
+		}
+	}
+}
