@@ -23,6 +23,49 @@ type capture struct {
 	budget   int64 // bytes still bufferable in this pass
 	data     map[string][]byte
 	taken    map[string]bool
+	recOf    map[string]int  // data's position in the stream
+	seed     map[string]bool // paths before the stream extended them
+	budget0  int64
+}
+
+// fresh is c before any stream was seen, for reading its layer again.
+func (c *capture) fresh() *capture {
+	if c == nil {
+		return nil
+	}
+	d := *c
+	d.paths, d.budget = maps.Clone(c.seed), c.budget0
+	d.data, d.taken, d.recOf = make(map[string][]byte), make(map[string]bool), make(map[string]int)
+	return &d
+}
+
+// reset returns c to its state before any stream was seen.
+func (c *capture) reset() {
+	if c != nil {
+		*c = *c.fresh()
+	}
+}
+
+// byRecord is the buffered content by position in the layer's stream, as
+// the scan index keeps it.
+func (c *capture) byRecord() map[int][]byte {
+	out := map[int][]byte{}
+	if c == nil {
+		return out
+	}
+	for name, d := range c.data {
+		out[c.recOf[name]] = d
+	}
+	return out
+}
+
+// seal records the starting state fresh returns to.
+func (c *capture) seal() *capture {
+	if c != nil {
+		c.seed, c.budget0 = maps.Clone(c.paths), c.budget
+		c.recOf = make(map[string]int)
+	}
+	return c
 }
 
 // firstReadCapture guesses which files of layer could answer the unresolved
@@ -46,7 +89,21 @@ func (s *scanner) firstReadCapture(layer int) *capture {
 	}
 	c.data = make(map[string][]byte)
 	c.taken = make(map[string]bool)
-	return c
+	return c.seal()
+}
+
+// captureBudget is what one first-read pass may buffer at most.
+func (s *scanner) captureBudget() int64 {
+	n := int64(0)
+	for _, w := range s.wants {
+		if w.Content {
+			n++
+		}
+	}
+	if n > 0 && s.lim.MaxFileBytes >= math.MaxInt64/n {
+		return math.MaxInt64 / 2
+	}
+	return n * s.lim.MaxFileBytes
 }
 
 // rereadCapture takes exactly paths from layer.
@@ -56,11 +113,11 @@ func (s *scanner) rereadCapture(layer int, paths []string) *capture {
 	for _, p := range paths {
 		c.paths[p] = true
 	}
-	return c
+	return c.seal()
 }
 
 // observe sees one entry of the stream, body positioned at its content.
-func (c *capture) observe(name string, n *node, body io.Reader) error {
+func (c *capture) observe(name string, n *node, body io.Reader, rec int) error {
 	if c == nil {
 		return nil
 	}
@@ -82,6 +139,7 @@ func (c *capture) observe(name string, n *node, body io.Reader) error {
 			return fmt.Errorf("reading %s: %w", name, err)
 		}
 		c.data[name] = buf
+		c.recOf[name] = rec
 		c.budget -= n.size
 	}
 	return nil

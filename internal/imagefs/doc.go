@@ -9,7 +9,40 @@
 // whiteouts, opaque directories and directories replaced by files), resolves
 // symbolic and hard links inside the image root against that view, and stops
 // as soon as every wanted path has either been found or been proven absent.
-// Layers it does not need are never opened.
+// Layers it does not need are never merged.
+//
+// # Concurrency
+//
+// Layers are read ahead, one per CPU (GOMAXPROCS, WithParallelism) and no
+// more than Limits.MaxParallelBytes of worst-case buffers and decompressor
+// windows allow, while their results are merged strictly top-down, one
+// layer at a time, by the same code a sequential scan runs: whiteouts,
+// opaque directories and links mean what they always did, and a read-ahead
+// layer below the one that settled the last want is cancelled and dropped
+// unseen. Each layer is verified before anything from it is merged. The
+// limits are charged in layer order; a layer that failed or went over while
+// reading with more room than the layers above left is read again with the
+// exact room, so the error reported (the topmost failing layer's) is the one
+// a sequential scan reports, on every run.
+//
+// # Scan index
+//
+// A layer whose source keeps scan indexes (IndexedLayer; imagesource's blob
+// cache) is merged from its index when the index answers everything the
+// scan needs: the layer's tar table of contents (names, types, modes, sizes,
+// link targets, whiteouts, in stream order, replayed through the same code
+// as a read) and the content of the small files scans asked for. An index is
+// written only after a read of the layer verified, keyed by the layer's
+// digest and IndexVersion, and it carries that digest, the version and a
+// SHA-256 of itself: a truncated, bit-flipped, half-written, other-version
+// or other-layer index is ignored and rebuilt from a verified read. A scan
+// that needs a file the index does not hold reads the layer, and an index
+// whose table of contents disagrees with the verified layer is replaced.
+// The checksum guards against damage and mix-ups, not against someone who
+// can write the cache directory: the cache is trusted as far as what it was
+// given after verification (a layer is verified once, when it enters it).
+// A layer served from its index costs its recorded sizes against the
+// limits, so a scan's verdict never depends on the cache.
 //
 // # Integrity
 //

@@ -6,9 +6,13 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"slices"
 	"sync/atomic"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -151,9 +155,39 @@ func imageOf(t testing.TB, layers ...[]entry) *testImage {
 	return image(t, ls...)
 }
 
+// scan runs the scan twice: reading four layers at once, then one at a
+// time, and fails the test unless both give the same files, listings and
+// error. It returns the sequential run's, with the open counts of that run
+// only, so tests assert the sequential contract (no layer below the one
+// that settled the last want is opened) and every test also proves the
+// concurrent scan merges to the same answer.
 func scan(t testing.TB, img v1.Image, wants []Want, opts ...Option) (*Result, error) {
 	t.Helper()
-	return Scan(context.Background(), img, wants, opts...)
+	cres, cerr := Scan(context.Background(), img, wants, append(slices.Clone(opts), WithParallelism(4))...)
+	if ti, ok := img.(*testImage); ok {
+		for _, l := range ti.layers {
+			l.opens.Store(0)
+		}
+	}
+	res, err := Scan(context.Background(), img, wants, append(slices.Clone(opts), WithParallelism(1))...)
+	if fmt.Sprint(cerr) != fmt.Sprint(err) {
+		t.Fatalf("reading layers concurrently gave error %v; one at a time: %v", cerr, err)
+	}
+	if (res == nil) != (cres == nil) {
+		t.Fatalf("reading layers concurrently gave result %v; one at a time: %v", cres, res)
+	}
+	if res != nil {
+		if diff := cmp.Diff(res.Files, cres.Files); diff != "" {
+			t.Fatalf("files differ when layers are read concurrently (-sequential +concurrent):\n%s", diff)
+		}
+		if diff := cmp.Diff(res.Listings, cres.Listings); diff != "" {
+			t.Fatalf("listings differ when layers are read concurrently (-sequential +concurrent):\n%s", diff)
+		}
+		if res.Stats.LayersRead != cres.Stats.LayersRead {
+			t.Fatalf("layers merged: %d concurrently, %d one at a time", cres.Stats.LayersRead, res.Stats.LayersRead)
+		}
+	}
+	return res, err
 }
 
 func mustScan(t testing.TB, img v1.Image, wants []Want, opts ...Option) *Result {

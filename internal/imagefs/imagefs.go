@@ -32,6 +32,11 @@ type Limits struct {
 	// every entry in the layers read is kept for link resolution (see the
 	// package documentation). Default 1,000,000.
 	MaxEntries int
+	// MaxParallelBytes bounds the memory layers read at the same time may
+	// hold at worst (content buffers and decompressor windows): layers are
+	// read concurrently, one per CPU, only as far as it allows. Default
+	// 512 MiB.
+	MaxParallelBytes int64
 }
 
 // DefaultLimits returns the limits a Scan uses unless told otherwise.
@@ -42,6 +47,7 @@ func DefaultLimits() Limits {
 		MaxFileBytes:       4 << 20,
 		MaxSymlinkHops:     40,
 		MaxEntries:         1_000_000,
+		MaxParallelBytes:   512 << 20,
 	}
 }
 
@@ -60,6 +66,7 @@ func (l Limits) withDefaults() (Limits, error) {
 	fill(limitCompressed, &l.MaxCompressedBytes, d.MaxCompressedBytes)
 	fill(limitExpanded, &l.MaxExpandedBytes, d.MaxExpandedBytes)
 	fill(limitFile, &l.MaxFileBytes, d.MaxFileBytes)
+	fill("MaxParallelBytes", &l.MaxParallelBytes, d.MaxParallelBytes)
 	hops, entries := int64(l.MaxSymlinkHops), int64(l.MaxEntries)
 	fill(limitHops, &hops, int64(d.MaxSymlinkHops))
 	fill(limitEntries, &entries, int64(d.MaxEntries))
@@ -106,6 +113,14 @@ type Stats struct {
 	CompressedBytes int64
 	// ExpandedBytes counts uncompressed tar bytes processed.
 	ExpandedBytes int64
+	// IndexedLayers counts layers served from their scan index (see
+	// WithIndexes) without reading a byte of them; they count in
+	// LayersRead but not in the byte counts.
+	IndexedLayers int
+	// IndexesRebuilt counts stored scan indexes that were unusable
+	// (truncated, corrupt, another version or layer) or disagreed with the
+	// verified layer, and were replaced.
+	IndexesRebuilt int
 }
 
 // Result is what a Scan found.
@@ -138,6 +153,7 @@ type options struct {
 	limits   Limits
 	lists    []string
 	progress io.Writer
+	parallel int
 }
 
 // WithLimits replaces the default limits; zero fields keep their defaults.
@@ -150,6 +166,12 @@ func WithLimits(l Limits) Option { return func(o *options) { o.limits = l } }
 // layer, so ask for explicit files and treat the listing as a hint unless
 // Complete.
 func WithList(dir string) Option { return func(o *options) { o.lists = append(o.lists, dir) } }
+
+// WithParallelism reads at most n layers at once (n <= 0: one per CPU Go
+// may use, GOMAXPROCS). With 1 a scan opens no layer below the one that
+// settled its last want; with more it reads that many ahead and drops what
+// it did not need: the Result and any error are the same either way.
+func WithParallelism(n int) Option { return func(o *options) { o.parallel = n } }
 
 // WithProgress prints one line per layer read, and a summary, to w. Whether
 // w is a terminal is the caller's business.
@@ -191,6 +213,7 @@ func Scan(ctx context.Context, img v1.Image, wants []Want, opts ...Option) (*Res
 	}
 
 	s := newScanner(ctx, layers, ws, lim, o.progress)
+	s.parallel = o.parallel
 	if err := s.run(); err != nil {
 		return nil, err
 	}

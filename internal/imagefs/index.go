@@ -70,6 +70,7 @@ type layerIndex struct {
 	room    int                // entries this layer may still add (Limits.MaxEntries)
 	maxAll  int
 	capture *capture
+	toc     []tocEntry // every header, in stream order: the scan index's table of contents
 }
 
 func newLayerIndex(layer, room, maxAll int, c *capture, indexing bool) *layerIndex {
@@ -83,6 +84,8 @@ func newLayerIndex(layer, room, maxAll int, c *capture, indexing bool) *layerInd
 
 // add records one tar entry; body is positioned at its content.
 func (li *layerIndex) add(hdr *tar.Header, body io.Reader) error {
+	rec := len(li.toc)
+	li.toc = append(li.toc, tocOf(hdr))
 	if hdr.Typeflag == tar.TypeXGlobalHeader {
 		return nil // PAX defaults for later entries, already applied by archive/tar
 	}
@@ -103,7 +106,7 @@ func (li *layerIndex) add(hdr *tar.Header, body io.Reader) error {
 	if err := li.put(name, n); err != nil {
 		return err
 	}
-	return li.capture.observe(name, n, body)
+	return li.capture.observe(name, n, body, rec)
 }
 
 func newNode(layer int, hdr *tar.Header) (*node, error) {

@@ -31,11 +31,14 @@ const zstdMaxWindow = 128 << 20
 
 // meter counts, bounds and optionally hashes what flows through it, and
 // stops on a done context. Its first stop error is kept because readers
-// stacked on top (decompressors, archive/tar) may wrap or replace it.
+// stacked on top (decompressors, archive/tar) may wrap or replace it. Each
+// layer pass has its own meters, so passes run concurrently; the scan's
+// budgets are charged in layer order when the passes are merged (see
+// scanner.charge).
 type meter struct {
 	r      io.Reader
 	ctx    context.Context
-	total  *int64 // shared across the scan: limits are per scan, not per layer
+	total  int64
 	limit  int64
 	hash   hash.Hash
 	tooBig func() error
@@ -52,95 +55,106 @@ func (m *meter) Read(p []byte) (int, error) {
 	}
 	// Read at most one byte past the limit: enough to tell "exactly at the
 	// limit" from "over it" without fetching more than that.
-	if room := m.limit - *m.total + 1; int64(len(p)) > room {
+	if room := m.limit - m.total + 1; int64(len(p)) > room {
 		p = p[:room]
 	}
 	n, err := m.r.Read(p)
-	*m.total += int64(n)
+	m.total += int64(n)
 	if m.hash != nil {
 		m.hash.Write(p[:n])
 	}
-	if *m.total > m.limit {
+	if m.total > m.limit {
 		m.stop = m.tooBig()
 		return n, m.stop
 	}
 	return n, err
 }
 
-// readLayer streams layer i once: it indexes it (when indexing), buffers what
-// c asks for, drains it to EOF and verifies its digest. Only a verified
-// layer's index is returned, and the caller uses c only after that.
-func (s *scanner) readLayer(i int, c *capture, indexing bool) (*layerIndex, error) {
-	digest, rc, err := s.openLayer(i, indexing)
+// pass is one read of one layer: what it may spend, and what it did.
+type pass struct {
+	layer    int
+	digest   v1.Hash
+	name     string
+	indexing bool
+	capture  *capture
+	// Budgets left for this pass when it started: at least what is really
+	// left once every layer above it is charged, so a pass never stops
+	// short of where a sequential scan would have.
+	roomCompressed, roomExpanded int64
+	roomEntries                  int
+
+	li         *layerIndex
+	compressed int64 // bytes read from the source
+	expanded   int64 // tar bytes processed
+	fromIndex  bool  // served from the layer's scan index, no byte read
+	rebuilt    bool  // a stored index was unusable or disagreed with the layer, and was replaced
+	err        error
+}
+
+// readLayer streams one layer once: it indexes it (when indexing), buffers
+// what the pass's capture asks for, drains it to EOF and verifies its
+// digest. Only a verified layer's index is kept, and the capture is used
+// only after that. It touches no scanner state but read-only fields, so
+// passes run concurrently.
+func (s *scanner) readLayer(ctx context.Context, ps *pass) {
+	ps.err = s.streamLayer(ctx, ps)
+	if ps.err != nil {
+		ps.li = nil
+	}
+}
+
+func (s *scanner) streamLayer(ctx context.Context, ps *pass) error {
+	rc, err := s.layers[ps.layer].Compressed()
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("%s: opening: %w", ps.name, err)
 	}
 	defer rc.Close()
-	name := s.layerName(i)
-	h, err := newHash(digest)
+	h, err := newHash(ps.digest)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return fmt.Errorf("%s: %w", ps.name, err)
 	}
-	raw := &meter{r: rc, ctx: s.ctx, total: &s.stats.CompressedBytes, limit: s.lim.MaxCompressedBytes, hash: h,
-		tooBig: func() error { return &LimitError{Limit: limitCompressed, Max: s.lim.MaxCompressedBytes, Layer: name} }}
-	expanded := &meter{ctx: s.ctx, total: &s.stats.ExpandedBytes, limit: s.lim.MaxExpandedBytes,
-		tooBig: func() error { return &LimitError{Limit: limitExpanded, Max: s.lim.MaxExpandedBytes, Layer: name} }}
-	buffered := bufio.NewReaderSize(raw, 64<<10)
-	li := newLayerIndex(i, s.lim.MaxEntries-s.idx.count, s.lim.MaxEntries, c, indexing)
+	raw := &meter{r: rc, ctx: ctx, limit: ps.roomCompressed, hash: h,
+		tooBig: func() error {
+			return &LimitError{Limit: limitCompressed, Max: s.lim.MaxCompressedBytes, Layer: ps.name}
+		}}
+	expanded := &meter{ctx: ctx, limit: ps.roomExpanded,
+		tooBig: func() error { return &LimitError{Limit: limitExpanded, Max: s.lim.MaxExpandedBytes, Layer: ps.name} }}
+	defer func() { ps.compressed, ps.expanded = raw.total, expanded.total }()
+	buffered := bufio.NewReaderSize(raw, 256<<10)
+	ps.li = newLayerIndex(ps.layer, ps.roomEntries, s.lim.MaxEntries, ps.capture, ps.indexing)
 
-	walkErr := expand(buffered, expanded, li)
+	walkErr := expand(buffered, expanded, ps.li)
 	if stop := cmp.Or(raw.stop, expanded.stop); stop != nil {
-		return nil, wrapStop(name, stop)
+		return wrapStop(ps.name, stop)
 	}
 	var limitErr *LimitError
 	if errors.As(walkErr, &limitErr) {
-		limitErr.Layer = name
-		return nil, limitErr
+		limitErr.Layer = ps.name
+		return limitErr
 	}
 	// Whatever went wrong while expanding, first find out whether the bytes
 	// are the ones the manifest names: a tampered layer must be reported as
 	// such, not as the gzip or tar error its tampering caused.
-	if err := s.verify(i, digest, buffered, raw, h); err != nil {
-		return nil, err
+	if err := s.verify(ps, buffered, raw, h); err != nil {
+		return err
 	}
 	if walkErr != nil {
-		return nil, fmt.Errorf("%s: %w", name, walkErr)
+		return fmt.Errorf("%s: %w", ps.name, walkErr)
 	}
-	return li, nil
-}
-
-// openLayer checks the layer against the compressed budget by its declared
-// size, announces it and opens its compressed stream.
-func (s *scanner) openLayer(i int, firstRead bool) (v1.Hash, io.ReadCloser, error) {
-	digest, err := s.digest(i)
-	if err != nil {
-		return v1.Hash{}, nil, err
-	}
-	size, sizeErr := s.layers[i].Size()
-	if sizeErr == nil && size > s.lim.MaxCompressedBytes-s.stats.CompressedBytes {
-		// The manifest already says the layer does not fit: fail before
-		// fetching any of it.
-		return v1.Hash{}, nil, &LimitError{Limit: limitCompressed, Max: s.lim.MaxCompressedBytes, Layer: s.layerName(i)}
-	}
-	s.logLayer(i, firstRead, size, sizeErr)
-	rc, err := s.layers[i].Compressed()
-	if err != nil {
-		return v1.Hash{}, nil, fmt.Errorf("%s: opening: %w", s.layerName(i), err)
-	}
-	return digest, rc, nil
+	return nil
 }
 
 // verify reads what is left of the compressed stream and compares the hash
 // of every byte read with the digest.
-func (s *scanner) verify(i int, digest v1.Hash, rest io.Reader, raw *meter, h hash.Hash) error {
+func (s *scanner) verify(ps *pass, rest io.Reader, raw *meter, h hash.Hash) error {
 	if _, err := io.Copy(io.Discard, rest); err != nil {
 		if raw.stop != nil {
-			return wrapStop(s.layerName(i), raw.stop)
+			return wrapStop(ps.name, raw.stop)
 		}
-		return &IntegrityError{Layer: layerPos(i, len(s.layers)), Digest: digest, Err: err}
+		return &IntegrityError{Layer: layerPos(ps.layer, len(s.layers)), Digest: ps.digest, Err: err}
 	}
-	if got := (v1.Hash{Algorithm: digest.Algorithm, Hex: hex.EncodeToString(h.Sum(nil))}); got != digest {
-		return &IntegrityError{Layer: layerPos(i, len(s.layers)), Digest: digest, Got: got}
+	if got := (v1.Hash{Algorithm: ps.digest.Algorithm, Hex: hex.EncodeToString(h.Sum(nil))}); got != ps.digest {
+		return &IntegrityError{Layer: layerPos(ps.layer, len(s.layers)), Digest: ps.digest, Got: got}
 	}
 	return nil
 }

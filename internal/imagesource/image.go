@@ -251,7 +251,7 @@ type verifiedImage struct {
 func (v *verifiedImage) Layers() ([]v1.Layer, error) {
 	ls := make([]v1.Layer, 0, len(v.core.manifest.Layers))
 	for idx, d := range v.core.manifest.Layers {
-		ls = append(ls, &layer{img: v.core, desc: d, diffID: v.core.diffIDs[idx]})
+		ls = append(ls, v.core.wrap(&layer{img: v.core, desc: d, diffID: v.core.diffIDs[idx]}))
 	}
 	return ls, nil
 }
@@ -261,19 +261,42 @@ func (v *verifiedImage) LayerByDigest(h v1.Hash) (v1.Layer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return l, nil
+	return v.core.wrap(l), nil
 }
 
 func (v *verifiedImage) LayerByDiffID(h v1.Hash) (v1.Layer, error) {
 	for idx, d := range v.core.diffIDs {
 		if d == h {
-			return &layer{img: v.core, desc: v.core.manifest.Layers[idx], diffID: d}, nil
+			return v.core.wrap(&layer{img: v.core, desc: v.core.manifest.Layers[idx], diffID: d}), nil
 		}
 	}
 	return nil, fmt.Errorf("diff ID %s is not a layer of image %s", h, v.core.desc.Digest)
 }
 
 func (v *verifiedImage) Descriptor() (*v1.Descriptor, error) { return v.core.Descriptor() }
+
+// wrap gives a layer of a cached source its scan index (imagefs's
+// IndexedLayer): a layer enters the cache verified, and from then on a scan
+// that finds its index never reads or hashes the blob again.
+func (i *image) wrap(l *layer) v1.Layer {
+	if i.st.cache == nil {
+		return l
+	}
+	return &indexedLayer{layer: l}
+}
+
+// indexedLayer is a layer whose store has a cache to keep scan indexes in.
+type indexedLayer struct{ *layer }
+
+// ScanIndex returns the stored scan index of this layer, nil when none.
+func (l *indexedLayer) ScanIndex(version string) ([]byte, error) {
+	return l.img.st.cache.readIndex(version, l.desc.Digest)
+}
+
+// StoreScanIndex stores the scan index of this layer atomically.
+func (l *indexedLayer) StoreScanIndex(version string, b []byte) error {
+	return l.img.st.cache.writeIndex(version, l.desc.Digest, b)
+}
 
 // layer reads through the store, so its compressed stream is verified.
 type layer struct {

@@ -115,7 +115,10 @@ const (
 // by rename only after they verified and are hashed again whenever they are
 // read; a corrupt entry is removed and fetched again. Several processes may
 // share one directory. A run whose manifest, config and needed layers are
-// all cached makes no network request at all. It applies to registry
+// all cached makes no network request at all. The cache also keeps each
+// layer's imagefs scan index (dir/index/VERSION/sha256/<hex>, written
+// atomically after the layer verified), so a warm scan reads indexes only
+// and neither re-reads nor re-hashes the blobs. It applies to registry
 // sources; a layout is already local and is read in place.
 func WithCache(dir string) Option {
 	return func(o *options) {

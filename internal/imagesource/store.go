@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -453,4 +454,64 @@ func (c *cache) checkEntry(p string) error {
 		return nil
 	}
 	return fmt.Errorf("%w (remove it, or the cache directory %s, to fetch it again)", err, c.dir)
+}
+
+// maxIndexSize bounds a stored scan index read back: an index holds a
+// layer's table of contents (about 100 bytes an entry, so a million entries
+// fit) and the few small files scans read.
+const maxIndexSize = 256 << 20
+
+// indexPath is where the scan index of layer h for format version lives:
+// beside the blobs, keyed by the layer's verified digest and the version.
+func (c *cache) indexPath(version string, h v1.Hash) (string, error) {
+	if version == "" || strings.ContainsAny(version, `/\`) || version == "." || version == ".." {
+		return "", fmt.Errorf("scan index version %q is not a plain name", version)
+	}
+	return filepath.Join(c.dir, "index", version, h.Algorithm, h.Hex), nil
+}
+
+// readIndex returns the stored scan index of h, nil when there is none. It
+// does not judge the bytes: their owner (imagefs) checks them and rebuilds
+// what does not verify.
+func (c *cache) readIndex(version string, h v1.Hash) ([]byte, error) {
+	p, err := c.indexPath(version, h)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.checkEntry(p); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open scan index %s: %w (fix the cache directory's permissions or remove it)", p, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxIndexSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read scan index %s: %w (fix the cache directory or remove it)", p, err)
+	}
+	if len(b) > maxIndexSize {
+		return nil, nil // not one we wrote: treated as absent, and replaced
+	}
+	return b, nil
+}
+
+// writeIndex stores a scan index atomically (internal/atomicfile): readers
+// see a whole index or the previous one, and concurrent writers of the same
+// layer's index each rename a whole file into place.
+func (c *cache) writeIndex(version string, h v1.Hash, b []byte) error {
+	p, err := c.indexPath(version, h)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("create scan index directory %s: %w (fix permissions or run without a cache)", filepath.Dir(p), err)
+	}
+	if err := atomicfile.Write(p, b, 0o644); err != nil {
+		return fmt.Errorf("write scan index for %s: %w (fix the cache directory's permissions or run without a cache)", h, err)
+	}
+	return nil
 }

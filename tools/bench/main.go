@@ -24,9 +24,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -174,6 +176,9 @@ func run(sizes map[string]int64) error {
 		}
 		results[p.key] = m
 	}
+	if err := lintPhases(root, tmp, results); err != nil {
+		return err
+	}
 	return report(size, sizes["00-base"], results)
 }
 
@@ -192,7 +197,7 @@ func phases(big, small, cache string) []phase {
 		{"flatten", "flatten", big, "", 1},
 		{"reconstruction", "extract", small, "", 1},
 		{"cold", "extract", big, cache, 1},
-		{"warm", "extract", big, cache, 1},
+		{"warm", "extract", big, cache, 3},
 	}
 }
 
@@ -373,12 +378,57 @@ func flatten(ref string, stats *imagesource.Stats) error {
 	return err
 }
 
+// lintPhases times `tcpxogen check trainjob` as a user runs it: the built
+// binary, process start included, on one file and on 100 files in one run.
+// Peak RSS is the child's ru_maxrss (the binary is exec'd from a fork of
+// this small process, so the fork-time size it may report is below the
+// child's own peak).
+func lintPhases(root, tmp string, r map[string]measurement) error {
+	bin := filepath.Join(tmp, "tcpxogen")
+	build := exec.Command("go", "build", "-o", bin, "./tools/tcpxogen")
+	build.Dir, build.Stderr = root, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("build tcpxogen: %w", err)
+	}
+	file := filepath.Join(root, "tools/tcpxogen/internal/checkcmd/testdata/trainjob-env-debug.yaml")
+	for key, n := range map[string]int{"check-trainjob-1": 1, "check-trainjob-100": 100} {
+		args := []string{"check", "trainjob"}
+		for range n {
+			args = append(args, file)
+		}
+		var runs []measurement
+		for range 5 {
+			cmd := exec.Command(bin, args...)
+			start := time.Now()
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("%s: %w\n%s", key, err, out)
+			}
+			m := measurement{Phase: key, Wall: time.Since(start)}
+			if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+				m.MaxRSSKB = ru.Maxrss
+			}
+			runs = append(runs, m)
+		}
+		slices.SortFunc(runs, func(a, b measurement) int { return cmp.Compare(a.Wall, b.Wall) })
+		r[key] = runs[len(runs)/2]
+	}
+	return nil
+}
+
+// Targets of issue 22 (the bench, not timed tests, holds them).
+const (
+	minEveryFactSpeedup = 25
+	maxWarmShare        = 0.02
+	maxLintOne          = 200 * time.Millisecond
+	maxLintHundred      = 3 * time.Second
+)
+
 func report(size, base int64, r map[string]measurement) error {
 	tp, td, fl, rec, warm := r["topdown-profile"], r["topdown"], r["flatten"], r["reconstruction"], r["warm"]
 	speedup := float64(fl.Wall) / float64(max(tp.Wall, 1))
 	honest := float64(fl.Wall) / float64(max(td.Wall, 1))
 	fmt.Printf("\n%-28s %12s %14s %10s %12s %8s\n", "measurement", "wall", "bytes read", "requests", "peak RSS", "layers")
-	for _, k := range []string{"topdown-profile", "topdown", "flatten", "reconstruction", "cold", "warm"} {
+	for _, k := range []string{"topdown-profile", "topdown", "flatten", "reconstruction", "cold", "warm", "check-trainjob-1", "check-trainjob-100"} {
 		m := r[k]
 		layers := ""
 		if m.LayersTotal > 0 {
@@ -403,6 +453,20 @@ func report(size, base int64, r map[string]measurement) error {
 	check(td.LayersRead < td.LayersTotal-1, "every fact read without the CUDA base layers")
 	check(rec.Bytes < maxReconstructRead, "reconstruction layout: < 1 MB of layer data read")
 	check(warm.Requests == 0, "warm re-run: zero registry requests")
+	cold := r["cold"]
+	check(honest >= minEveryFactSpeedup, fmt.Sprintf("every fact >= %dx faster than flatten (%.1fx)", minEveryFactSpeedup, honest))
+	check(float64(warm.Wall) <= maxWarmShare*float64(cold.Wall), fmt.Sprintf("warm <= %.0f%% of cold (%.1f%%)", 100*maxWarmShare, 100*float64(warm.Wall)/float64(max(cold.Wall, 1))))
+	l1, l100 := r["check-trainjob-1"], r["check-trainjob-100"]
+	check(l1.Wall <= maxLintOne, fmt.Sprintf("check trainjob, 1 file <= %s (%s)", maxLintOne, l1.Wall.Round(time.Millisecond)))
+	check(l100.Wall <= maxLintHundred, fmt.Sprintf("check trainjob, 100 files <= %s (%s)", maxLintHundred, l100.Wall.Round(time.Millisecond)))
+	// The limit: flatten inflates and hashes every layer on one core, so
+	// its rate is the per-core inflate throughput; with every core busy
+	// the every-fact scan cannot beat its bytes at that rate times cores.
+	cores := runtime.GOMAXPROCS(0)
+	rate := float64(fl.Bytes) / max(fl.Wall.Seconds(), 1e-9)
+	limit := time.Duration(float64(td.Bytes) / (rate * float64(cores)) * float64(time.Second))
+	fmt.Printf("  limit: %.0f MB/s per core (flatten's rate) x %d cores: the every-fact scan's %d bytes in %s at best; measured %s (%.0f%% of the limit's speed)\n",
+		rate/1e6, cores, td.Bytes, limit.Round(time.Millisecond), td.Wall.Round(time.Millisecond), 100*float64(limit)/float64(max(td.Wall, 1)))
 	if len(failed) > 0 {
 		return fmt.Errorf("%d target(s) missed", len(failed))
 	}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/internal/excerpt"
 	"github.com/tcpxogen/tcpxogen/internal/fabric"
+	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/validators/realize"
 	"github.com/tcpxogen/tcpxogen/validators/schema"
@@ -48,10 +50,52 @@ func badInput(format string, a ...any) error { return &InputError{fmt.Errorf(for
 // *InputError when any document is not a TrainJob of the shipped runtime,
 // before anything is judged.
 func File(ctx context.Context, w io.Writer, name string, data []byte) error {
+	return FileWith(ctx, w, name, data, Options{})
+}
+
+// Options say how much File prints.
+type Options struct {
+	// Verbose prints every element: unchanged-wiring lines ("ok"), the
+	// trainer's own rendezvous variables, launch notes already summed up
+	// in the verdict line. Without it a document prints what the user must
+	// act on (FAIL, warn, the user's own overrides) and one verdict line.
+	Verbose bool
+}
+
+// machinery is what every document is judged with, built once per process
+// and only when a file is judged: the schema proof of the linked trainer's
+// CRDs and webhooks, the shipped runtime and its fabric rules. A pre-commit
+// hook over many files pays for it once.
+var machinery = sync.OnceValues(func() (*judge, error) {
 	v, err := schema.NewTrainer()
+	if err != nil {
+		return nil, err
+	}
+	rt, err := runtimes.Shipped()
+	if err != nil {
+		return nil, err
+	}
+	tpl, err := wiring.RuntimePodTemplate(rt, runtimes.NodeContainer)
+	if err != nil {
+		return nil, err
+	}
+	rules := runtimes.RulesFor(runtimes.GeneratedFacts(), wiring.Of(tpl, runtimes.NodeContainer).NodeEnv)
+	return &judge{schema: v, runtime: rt, rules: rules}, nil
+})
+
+type judge struct {
+	schema  *schema.Validator
+	runtime *trainer.ClusterTrainingRuntime
+	rules   []guestconfig.Rule
+}
+
+// FileWith is File with options.
+func FileWith(ctx context.Context, w io.Writer, name string, data []byte, o Options) error {
+	j, err := machinery()
 	if err != nil {
 		return err
 	}
+	v := j.schema
 	reports, err := v.Validate(data)
 	if err != nil {
 		return badInput("%s: %w", name, err)
@@ -64,13 +108,9 @@ func File(ctx context.Context, w io.Writer, name string, data []byte) error {
 	if err := refuseRejected(w, name, docs, lines); err != nil {
 		return err
 	}
-	rt, err := runtimes.Shipped()
-	if err != nil {
-		return err
-	}
 	var failed []string
 	for _, d := range docs {
-		reasons, err := lintDoc(ctx, w, rt, d, lines)
+		reasons, err := lintDoc(ctx, w, j, d, lines, o)
 		if err != nil {
 			return fmt.Errorf("%s document %d: %w", name, d.report.Document, err)
 		}
@@ -209,8 +249,9 @@ func trainJobDocs(name string, reports []schema.Report, lines docLines) ([]train
 
 // lintDoc prints one document's verdict lines and returns why it fails
 // (nothing when it passes).
-func lintDoc(ctx context.Context, w io.Writer, rt *trainer.ClusterTrainingRuntime, d trainJobDoc, lines docLines) ([]string, error) {
+func lintDoc(ctx context.Context, w io.Writer, j *judge, d trainJobDoc, lines docLines, o Options) ([]string, error) {
 	p := printer{w: w, prefix: d.label()}
+	rt := j.runtime
 	var reasons []string
 	for _, f := range d.report.Findings[:min(len(d.report.Findings), maxFindingsShown)] {
 		p.line("FAIL", "schema: %s%s (the API server would drop or reject this; on a cluster it vanishes silently)", lines.at(d.report.Document, f.Path), f)
@@ -221,17 +262,20 @@ func lintDoc(ctx context.Context, w io.Writer, rt *trainer.ClusterTrainingRuntim
 	if n := len(d.report.Findings); n > 0 {
 		reasons = append(reasons, fmt.Sprintf("has %d schema finding(s)", n))
 	}
-	tpl, err := wiring.RuntimePodTemplate(rt, runtimes.NodeContainer)
-	if err != nil {
-		return nil, err
-	}
-	rules := runtimes.RulesFor(runtimes.GeneratedFacts(), wiring.Of(tpl, runtimes.NodeContainer).NodeEnv)
-	v, err := realize.Lint(ctx, rt, d.job, rules)
+	v, err := realize.Lint(ctx, rt, d.job, j.rules)
 	if err != nil {
 		return nil, fmt.Errorf("realize against %s: %w", runtimes.RuntimeName, err)
 	}
-	fatal := 0
+	fatal, shown, hidden := 0, 0, 0
 	for _, c := range v.Changes {
+		quiet := c.Severity != fabric.Fatal && c.Severity != fabric.Warning && c.What != wiring.EnvOverridden
+		if rdzv := trainerRendezvous(c.Change) && c.Severity != fabric.Fatal; !o.Verbose && (quiet || rdzv) {
+			if !rdzv { // the trainer's own variables are no change of the user's
+				hidden++
+			}
+			continue
+		}
+		shown++
 		switch {
 		case c.Severity == fabric.Fatal:
 			p.line("FAIL", "%s: %s", c.Change, c.Reason)
@@ -251,13 +295,25 @@ func lintDoc(ctx context.Context, w io.Writer, rt *trainer.ClusterTrainingRuntim
 		reasons = append(reasons, fmt.Sprintf("would lose the GPUDirect-TCPXO fabric (%d change(s)): NCCL would fall back to TCP or fail", fatal))
 	}
 
-	summaries := []string{fmt.Sprintf("trainer %s: %d wiring change(s) listed above, %d lose the fabric; %s", v.TrainerVersion, len(v.Changes), fatal, v.Launch.Summary)}
-	p.launch(v.TrainerVersion, "", v.Launch)
+	more := ""
+	if hidden > 0 {
+		more = fmt.Sprintf(" (%d more that need nothing from you: -v lists them)", hidden)
+	}
+	summaries := []string{fmt.Sprintf("trainer %s: %d wiring change(s) listed above%s, %d lose the fabric; %s", v.TrainerVersion, shown, more, fatal, v.Launch.Summary)}
+	p.launch(v.TrainerVersion, "", v.Launch, o.Verbose)
 	if !v.Launch.OK() {
 		reasons = append(reasons, "launches wrong on trainer "+v.TrainerVersion)
 	}
 	p.line("", "%s", strings.Join(summaries, "; "))
 	return reasons, nil
+}
+
+// trainerRendezvous reports an env var the trainer's torch plugin adds to
+// every node container (PET_NNODES, PET_MASTER_ADDR, ...): what the launch
+// judgement checks, not a change the user made to the wiring.
+func trainerRendezvous(c wiring.Change) bool {
+	name, ok := strings.CutPrefix(c.Path, "env ")
+	return ok && c.What == wiring.EnvAdded && strings.HasPrefix(name, "PET_")
 }
 
 type printer struct {
@@ -271,11 +327,11 @@ func (p printer) line(tag, format string, a ...any) {
 	fmt.Fprintf(p.w, "%s %-5s %s\n", p.prefix, tag, fmt.Sprintf(format, a...))
 }
 
-func (p printer) launch(version, source string, l realize.Launch) {
+func (p printer) launch(version, source string, l realize.Launch, verbose bool) {
 	switch {
 	case !l.Judged:
 		p.line("note", "launch on trainer %s%s: %s", version, source, l.Summary)
-	case l.OK():
+	case l.OK() && verbose:
 		p.line("ok", "launch on trainer %s%s: %s", version, source, strings.Join(l.Notes, "; "))
 	}
 	for _, pr := range l.Problems {

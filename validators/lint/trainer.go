@@ -65,7 +65,7 @@ func SelectTrainers(flag string) ([]string, error) {
 // written. It returns an *InputError when any run found bad input, else an
 // error when any failed (a TrainJob that loses the fabric or launches
 // wrong, or a sibling that is not installed).
-func Trainers(ctx context.Context, w, errw io.Writer, versions []string, name string, data []byte) error {
+func Trainers(ctx context.Context, w, errw io.Writer, versions []string, name string, data []byte, o Options) error {
 	pinned, err := PinnedTrainer()
 	if err != nil {
 		return err
@@ -80,9 +80,9 @@ func Trainers(ctx context.Context, w, errw io.Writer, versions []string, name st
 		var err error
 		if v == linked {
 			fmt.Fprintf(w, "trainer %s: realized in-process by %s (it links %s %s)\n", v, self, linkedtrainer.Module, linked)
-			err = File(ctx, w, name, data)
+			err = FileWith(ctx, w, name, data, o)
 		} else {
-			err = runSibling(ctx, w, errw, self, linked, v, pinned, name)
+			err = runSibling(ctx, w, errw, self, linked, v, pinned, name, o)
 		}
 		var ie *InputError
 		switch {
@@ -101,7 +101,7 @@ func Trainers(ctx context.Context, w, errw io.Writer, versions []string, name st
 
 // runSibling realizes the file on trainer version by the binary that
 // links it. Its exit status keeps the contract: 2 is bad input here too.
-func runSibling(ctx context.Context, w, errw io.Writer, self, linked, version, pinned, name string) error {
+func runSibling(ctx context.Context, w, errw io.Writer, self, linked, version, pinned, name string, o Options) error {
 	if d := os.Getenv(dispatchedEnv); d != "" {
 		return fmt.Errorf("%s was started to realize trainer %s but links %s: the binaries next to it are mismatched; rebuild them with `make build`", self, d, linked)
 	}
@@ -109,7 +109,11 @@ func runSibling(ctx context.Context, w, errw io.Writer, self, linked, version, p
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, path, "check", "trainjob", "--trainer", version, name)
+	args := []string{"check", "trainjob", "--trainer", version}
+	if o.Verbose {
+		args = append(args, "-v")
+	}
+	cmd := exec.CommandContext(ctx, path, append(args, "--", name)...)
 	cmd.Stdout, cmd.Stderr = w, errw
 	cmd.Env = append(os.Environ(), dispatchedEnv+"="+version)
 	err = cmd.Run()

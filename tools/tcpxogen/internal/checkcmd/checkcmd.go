@@ -14,7 +14,7 @@ import (
 
 // Commands returns the check command set.
 func Commands() cli.Commands {
-	return cli.Commands{"check": {Summary: "coupling check (make bom-check); --release adds the release gate (make release-check); `check trainjob FILE` lints every TrainJob in FILE: wiring and launch", Run: run}}
+	return cli.Commands{"check": {Summary: "coupling check (make bom-check); --release adds the release gate (make release-check); `check trainjob [-v] FILE...` lints every TrainJob in the files: wiring and launch", Run: run}}
 }
 
 // errFailed carries the exit status of a check that ran and found problems;
@@ -25,7 +25,7 @@ func run(ctx context.Context, args []string, s cli.Streams) error {
 	if len(args) > 0 && args[0] == "trainjob" {
 		return lintTrainJob(ctx, args[1:], s)
 	}
-	fs := cli.NewFlags("check", "check [--root DIR] [--release]  |  check trainjob FILE", s)
+	fs := cli.NewFlags("check", "check [--root DIR] [--release]  |  check trainjob [-v] FILE...", s)
 	root := fs.String("root", "", "repository root (default: found upwards from the working directory)")
 	release := fs.Bool("release", false, "also require provenance from the pinned image and every pinned digest to resolve in its registry")
 	cacheDir := fs.String("cache-dir", cli.DefaultCacheDir(), "blob cache re-extraction may read (the check never uses the network for it)")

@@ -157,10 +157,11 @@ func TestCheckTrainJob(t *testing.T) {
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			path := filepath.Join("testdata", tc.file)
-			code, out := runCheck(t, "trainjob", "--trainer", linked, path)
+			code, out := runCheck(t, "trainjob", "--trainer", linked, "-v", path)
 			if code != tc.code {
 				t.Fatalf("exit %d, want %d:\n%s", code, tc.code, out)
 			}
+			checkQuietOutput(t, path, code, out)
 			for _, w := range tc.want {
 				if !strings.Contains(out, w) {
 					t.Errorf("output lacks %q:\n%s", w, out)
@@ -185,6 +186,44 @@ func TestCheckTrainJobTrainerFlag(t *testing.T) {
 	if code != cli.ExitFailure || !strings.Contains(out, "trainer "+linked+": realized in-process") || !strings.Contains(out, "which does not exist") || !strings.Contains(out, "build it with `make bin/tcpxogen") {
 		t.Fatalf("exit %d, want 1 naming the missing binary's make target:\n%s", code, out)
 	}
+}
+
+// checkQuietOutput holds the default output to the -v one: the same exit,
+// every FAIL and warn line with what follows it (fix, cause, upstream), one
+// verdict line per document, no "ok" line and none of the trainer's own
+// rendezvous variables reported as a wiring change.
+func checkQuietOutput(t *testing.T, path string, verboseCode int, verbose string) {
+	t.Helper()
+	code, out := runCheck(t, "trainjob", path)
+	if code != verboseCode {
+		t.Fatalf("exit %d without -v, %d with it:\n%s", code, verboseCode, out)
+	}
+	act := false
+	for _, l := range strings.Split(verbose, "\n") {
+		_, rest, ok := strings.Cut(l, "] ")
+		if !ok {
+			continue
+		}
+		tag := strings.TrimSpace(rest[:min(len(rest), 5)])
+		switch {
+		case tag == "FAIL" || tag == "warn":
+			act = true
+		case tag != "":
+			act = false
+		}
+		if act && !strings.Contains(l, " wiring change(s) listed above") && !strings.Contains(out, l) {
+			t.Errorf("without -v the output lacks %q:\n%s", l, out)
+		}
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "] ok ") || strings.Contains(l, "env added: env PET_") {
+			t.Errorf("without -v the output has %q:\n%s", l, out)
+		}
+	}
+	if n, docs := strings.Count(out, " wiring change(s) listed above"), strings.Count(verbose, " wiring change(s) listed above"); n != docs {
+		t.Errorf("%d verdict lines without -v, %d documents:\n%s", n, docs, out)
+	}
+	checkEveryChangeListed(t, out)
 }
 
 // changeVocabulary is every Change.What, as a line about a change starts.
@@ -351,15 +390,45 @@ func TestCheckTrainJobFabricRules(t *testing.T) {
 			if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			code, out := runCheck(t, "trainjob", path)
+			code, out := runCheck(t, "trainjob", "-v", path)
 			if code != tc.code {
 				t.Fatalf("exit %d, want %d:\n%s", code, tc.code, out)
 			}
+			checkQuietOutput(t, path, code, out)
 			for _, w := range tc.want {
 				if !strings.Contains(out, w) {
 					t.Errorf("output lacks %q:\n%s", w, out)
 				}
 			}
 		})
+	}
+}
+
+// TestCheckTrainJobManyFiles: one run judges every file named, each with
+// its verdict; the worst outcome decides the exit (bad input 2, a failing
+// TrainJob 1).
+func TestCheckTrainJobManyFiles(t *testing.T) {
+	good := filepath.Join("testdata", "trainjob-env-debug.yaml")
+	bad := filepath.Join("testdata", "trainjob-cpu-only.yaml")
+	notYAML := filepath.Join(t.TempDir(), "not-a-trainjob.yaml")
+	if err := os.WriteFile(notYAML, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		files    []string
+		code     int
+		verdicts int
+	}{
+		{[]string{good, good, good}, cli.ExitOK, 3},
+		{[]string{good, bad, good}, cli.ExitFailure, 3},
+		{[]string{good, notYAML, bad}, cli.ExitUsage, 2},
+	} {
+		code, out := runCheck(t, append([]string{"trainjob"}, tc.files...)...)
+		if code != tc.code {
+			t.Errorf("%v: exit %d, want %d:\n%s", tc.files, code, tc.code, out)
+		}
+		if n := strings.Count(out, " wiring change(s) listed above"); n != tc.verdicts {
+			t.Errorf("%v: %d verdict lines, want %d:\n%s", tc.files, n, tc.verdicts, out)
+		}
 	}
 }

@@ -93,6 +93,10 @@ func isBadInput(err error) bool {
 		(errors.As(err, &marked) && marked.BadInput())
 }
 
+// IsBadInput is isBadInput for a command that sorts the errors of several
+// inputs before returning one.
+func IsBadInput(err error) bool { return isBadInput(err) }
+
 // watchedWriter remembers the first write error, so a command that ignores
 // Fprintf's result still fails when its output is lost.
 type watchedWriter struct {
