@@ -1,8 +1,9 @@
 // Package goldens renders every committed artifact downstream of the
 // generated constants: the runtime and component manifests, the derived
-// benchmark, and the generated documentation pages. `render goldens`
-// writes them and the coupling check re-renders them, from one function,
-// so the two can never disagree about what "current" means.
+// benchmark, the admission policies, and the generated documentation
+// pages. `render goldens` writes them and the coupling check re-renders
+// them, from one function, so the two can never disagree about what
+// "current" means.
 package goldens
 
 import (
@@ -10,6 +11,7 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/internal/docgen"
 	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/validators/admission"
 	"github.com/tcpxogen/tcpxogen/validators/performance/derive"
 )
 
@@ -27,6 +29,11 @@ func Render(root string, in *runtimes.Inputs) (map[string][]byte, error) {
 	if files[derive.GoldenPath], err = derive.Golden(rt, in.Facts); err != nil {
 		return nil, err
 	}
+	policies, err := admission.Goldens(in)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(files, policies)
 	pages, err := docgen.Pages(root, in)
 	if err != nil {
 		return nil, err
