@@ -1,7 +1,6 @@
 package fabric
 
 import (
-	"maps"
 	"slices"
 	"strings"
 
@@ -116,27 +115,7 @@ func (r EntryRule) Judge(value string, fromElsewhere bool) EntryVerdict {
 // decides.
 func EntryRules(shipped []corev1.EnvVar, rules []guestconfig.Rule) []EntryRule {
 	ship, order := settings(shipped)
-	var names []string
-	add := func(n string) {
-		if !slices.Contains(names, n) {
-			names = append(names, n)
-		}
-	}
-	for _, n := range order {
-		add(n)
-	}
-	for _, r := range rules {
-		add(r.Name)
-	}
-	for _, n := range slices.Sorted(maps.Keys(fabricVars)) {
-		add(n)
-	}
-	for _, n := range slices.Sorted(maps.Keys(knownValues)) {
-		add(n)
-	}
-	for _, n := range slices.Sorted(maps.Keys(loggingVars)) {
-		add(n)
-	}
+	names := listedNames(order, rules)
 	out := make([]EntryRule, 0, len(names)+3)
 	for _, n := range names {
 		out = append(out, entryRule(n, ship[n], rules))
