@@ -49,6 +49,7 @@ func Checks() []Check {
 		{"daemon-invocation-runs-image-script", "the shipped tcpxo-daemon command runs the entry script the daemon image carries", checkDaemonInvocation},
 		{"shipped-env-keeps-the-fabric", "the shipped env of every profile, overrides applied, keeps the guest config's rules and the fabric settings", checkKeepsFabric},
 		{"worker-cuda-matches-installer", "the worker image's CUDA major is the one the plugin libraries' needed libcudart names, if any", checkWorkerCUDA},
+		{"admission-policy-is-the-rule-set", "the committed admission policies are what the current fabric rule set generates", checkAdmissionPolicy},
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/internal/extract"
 	"github.com/tcpxogen/tcpxogen/internal/goldens"
 	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/validators/admission"
 	"github.com/tcpxogen/tcpxogen/validators/performance/derive"
 )
 
@@ -35,7 +36,7 @@ func realRoot(t *testing.T) string {
 func copyRepo(t *testing.T) string {
 	t.Helper()
 	src, dst := realRoot(t), t.TempDir()
-	rels := []string{"go.mod", bom.RepoPath, bom.ReleasesRepoPath, bom.OverridesRepoPath, GeneratedFile, runtimes.GoldenRuntime, runtimes.GoldenComponents, derive.GoldenPath, docgen.CompatDoc, emit.FixtureGolden}
+	rels := []string{"go.mod", bom.RepoPath, bom.ReleasesRepoPath, bom.OverridesRepoPath, GeneratedFile, runtimes.GoldenRuntime, runtimes.GoldenComponents, derive.GoldenPath, docgen.CompatDoc, emit.FixtureGolden, admission.GoldenPath, admission.GoldenEnforcePath}
 	rels = append(rels, DocFiles...)
 	compat, _ := filepath.Glob(filepath.Join(src, "validators/realize/testdata/compat-*.json"))
 	for _, p := range compat {

@@ -321,7 +321,7 @@ func judgeFabric(f Finding, key string, diff Kind, s, c setting) Finding {
 	why := fabricWhy(key)
 	name := display(key)
 	switch {
-	case diff == Added && key == "NCCL_NET" && c.from == "" && strings.EqualFold(c.value, "FasTrak"):
+	case diff == Added && key == "NCCL_NET" && c.from == "" && strings.EqualFold(c.value, fastrakNet):
 		// NCCL env docs, NCCL_NET: the name matches case-insensitively, and
 		// forcing the network NCCL would pick anyway only stops a silent
 		// fallback. The guest config does not list it.

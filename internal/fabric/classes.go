@@ -164,4 +164,7 @@ var loggingVars = map[string]bool{
 var tuningOther = map[string]bool{"CUDA_VISIBLE_DEVICES": true}
 
 // isNCCL says whether name is one of NCCL's (or its plugins') variables.
-func isNCCL(name string) bool { return strings.HasPrefix(name, "NCCL_") }
+func isNCCL(name string) bool { return strings.HasPrefix(name, ncclPrefix) }
+
+// fastrakNet is the FasTrak plugin's network name, as NCCL_NET names it.
+const fastrakNet = "FasTrak"

@@ -48,19 +48,7 @@ func Table(shipped []corev1.EnvVar, rules []guestconfig.Rule) []Entry {
 		}
 		out = append(out, Entry{Name: name, Value: value, Class: Classify(name, rules), Why: why(name, s.set, rules)})
 	}
-	for _, name := range order {
-		add(name)
-	}
-	for _, r := range rules {
-		add(r.Name)
-	}
-	for _, name := range slices.Sorted(maps.Keys(fabricVars)) {
-		add(name)
-	}
-	for _, name := range slices.Sorted(maps.Keys(knownValues)) {
-		add(name)
-	}
-	for _, name := range slices.Sorted(maps.Keys(loggingVars)) {
+	for _, name := range listedNames(order, rules) {
 		add(name)
 	}
 	return append(out,
@@ -68,6 +56,34 @@ func Table(shipped []corev1.EnvVar, rules []guestconfig.Rule) []Entry {
 		Entry{Name: PatternNCCL, Class: ClassTuning, Why: unlistedWhy},
 		Entry{Name: PatternOther, Class: ClassOther, Why: "not an NCCL setting"},
 	)
+}
+
+// listedNames are the variables the rule set names, in the table's order:
+// the shipped ones in order, the guest config's, then the fabric, known
+// and logging variables that are neither (sorted).
+func listedNames(shippedOrder []string, rules []guestconfig.Rule) []string {
+	var names []string
+	add := func(n string) {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	for _, n := range shippedOrder {
+		add(n)
+	}
+	for _, r := range rules {
+		add(r.Name)
+	}
+	for _, m := range []func() []string{
+		func() []string { return slices.Sorted(maps.Keys(fabricVars)) },
+		func() []string { return slices.Sorted(maps.Keys(knownValues)) },
+		func() []string { return slices.Sorted(maps.Keys(loggingVars)) },
+	} {
+		for _, n := range m() {
+			add(n)
+		}
+	}
+	return names
 }
 
 // unlistedWhy is why an NCCL variable the guest config does not list is

@@ -1,11 +1,10 @@
 // Package goldens renders every committed artifact downstream of the
 // generated constants: the runtime and component manifests, the derived
-// benchmark, the emitter's own golden and the generated documentation
-// pages. `render goldens`
-// writes them and the coupling check re-renders them, from one function,
-// so the two can never disagree about what "current" means. It owns the
-// set of goldens and their paths, not how each is built (runtimes, derive,
-// docgen).
+// benchmark, the emitter's own golden, the admission policies and the
+// generated documentation pages. `render goldens` writes them and the
+// coupling check re-renders them, from one function, so the two can never
+// disagree about what "current" means. It owns the set of goldens and their
+// paths, not how each is built (runtimes, derive, emit, admission, docgen).
 package goldens
 
 import (
@@ -14,6 +13,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/internal/docgen"
 	"github.com/tcpxogen/tcpxogen/internal/emit"
 	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/validators/admission"
 	"github.com/tcpxogen/tcpxogen/validators/performance/derive"
 )
 
@@ -34,6 +34,11 @@ func Render(root string, in *runtimes.Inputs) (map[string][]byte, error) {
 	if files[emit.FixtureGolden], err = emit.Go("tcpxo", emit.FixtureFacts()); err != nil {
 		return nil, err
 	}
+	policies, err := admission.Goldens(in)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(files, policies)
 	pages, err := docgen.Pages(root, in)
 	if err != nil {
 		return nil, err
