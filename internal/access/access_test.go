@@ -268,7 +268,7 @@ func TestGuardOnAClient(t *testing.T) {
 func TestExplainNamesTheRow(t *testing.T) {
 	g := NewGuard(bind(t, Validate, "bench", InstallTrainer))
 	req := Request{Verb: "create", Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"}
-	rule, ok := g.Binding.rule(req)
+	rule, ok := g.Binding().rule(req)
 	if !ok {
 		t.Fatal("the install row does not declare creating webhooks")
 	}

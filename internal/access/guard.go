@@ -95,10 +95,9 @@ func (b Binding) Check(req Request) error {
 // Guard holds one run's client to a binding and records what the API
 // server refused.
 type Guard struct {
-	Binding Binding
-
-	mu     sync.Mutex
-	denied []denial
+	mu      sync.Mutex
+	binding Binding
+	denied  []denial
 }
 
 type denial struct {
@@ -107,7 +106,22 @@ type denial struct {
 }
 
 // NewGuard guards a run bound as b.
-func NewGuard(b Binding) *Guard { return &Guard{Binding: b} }
+func NewGuard(b Binding) *Guard { return &Guard{binding: b} }
+
+// SetBinding rebinds the guard: to the namespace once the command knows it,
+// or to an optional row once the command has decided to use it.
+func (g *Guard) SetBinding(b Binding) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.binding = b
+}
+
+// Binding is what the guard allows now.
+func (g *Guard) Binding() Binding {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.binding
+}
 
 // Wrap makes every request through cfg pass the guard: an undeclared
 // request is refused (ErrUndeclared) without being sent, and a request the
@@ -124,21 +138,22 @@ type guardedTransport struct {
 }
 
 func (t *guardedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	b := t.g.Binding()
 	info, err := requestInfo.NewRequestInfo(r)
 	if err != nil {
-		return nil, fmt.Errorf("tcpxogen %s: %s %s is not an API request its guard can read: %w", t.g.Binding.List.Command, r.Method, r.URL.Path, err)
+		return nil, fmt.Errorf("tcpxogen %s: %s %s is not an API request its guard can read: %w", b.List.Command, r.Method, r.URL.Path, err)
 	}
 	if !info.IsResourceRequest {
 		want := rbacv1.PolicyRule{Verbs: []string{info.Verb}, NonResourceURLs: []string{info.Path}}
 		if ok, _ := rbacvalidation.Covers([]rbacv1.PolicyRule{discovery}, []rbacv1.PolicyRule{want}); !ok {
-			return nil, fmt.Errorf("tcpxogen %s tried to %s %s, which is neither API discovery nor a declared permission; this is a bug in tcpxogen, please report it: %w", t.g.Binding.List.Command, info.Verb, info.Path, ErrUndeclared)
+			return nil, fmt.Errorf("tcpxogen %s tried to %s %s, which is neither API discovery nor a declared permission; this is a bug in tcpxogen, please report it: %w", b.List.Command, info.Verb, info.Path, ErrUndeclared)
 		}
 		return t.next.RoundTrip(r)
 	}
 	req := Request{Verb: info.Verb, Group: info.APIGroup, Resource: info.Resource, Subresource: info.Subresource, Namespace: info.Namespace, Name: info.Name}
-	rule, ok := t.g.Binding.rule(req)
+	rule, ok := b.rule(req)
 	if !ok {
-		return nil, t.g.Binding.Check(req)
+		return nil, b.Check(req)
 	}
 	resp, err := t.next.RoundTrip(r)
 	if err == nil && resp.StatusCode == http.StatusForbidden {
@@ -196,12 +211,11 @@ func (g *Guard) Explain(err error) error {
 		return err
 	}
 	g.mu.Lock()
-	denied := slices.Clone(g.denied)
+	denied, b := slices.Clone(g.denied), g.binding
 	g.mu.Unlock()
 	if len(denied) == 0 || err == nil {
 		return err
 	}
-	b := g.Binding
 	var lines []string
 	rows := slices.Clone(b.Rows)
 	for _, d := range denied {
