@@ -12,7 +12,7 @@ import (
 
 // RBACHint is how a user gets the permissions validate needs, for --help
 // and messages.
-const RBACHint = "the permissions it needs: tcpxogen render rbac --for validate [--install-trainer] --namespace NS | kubectl apply -f -"
+const RBACHint = "the permissions it needs are printed by tcpxogen render rbac --for validate [--install-trainer] --namespace NS | kubectl apply -f -"
 
 // bindAccess binds the run's guard (nil for clients that do not go through
 // one, such as the tests' fakes) to --namespace.

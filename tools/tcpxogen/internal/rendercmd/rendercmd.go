@@ -26,27 +26,28 @@ import (
 
 // Commands returns the render command set.
 func Commands() cli.Commands {
-	return cli.Commands{"render": {Summary: "render the shipped runtime (render runtime), the installer components (render components) or the goldens (render goldens)", Run: run}}
+	return cli.Commands{"render": {Summary: "render the shipped runtime (render runtime), the installer components (render components), the goldens (render goldens) or the RBAC a cluster command needs (render rbac)", Run: run}}
 }
 
 var subcommands = map[string]func(context.Context, []string, cli.Streams) error{
 	"runtime":    renderRuntime,
 	"components": renderComponents,
 	"goldens":    renderGoldens,
+	"rbac":       renderRBAC,
 }
 
 func run(ctx context.Context, args []string, s cli.Streams) error {
 	if len(args) == 0 {
-		fmt.Fprintln(s.Err, "Usage: tcpxogen render runtime|components|goldens [flags]")
-		return cli.BadInput("name what to render: runtime, components or goldens")
+		fmt.Fprintln(s.Err, "Usage: tcpxogen render runtime|components|goldens|rbac [flags]")
+		return cli.BadInput("name what to render: runtime, components, goldens or rbac")
 	}
 	if args[0] == "--help" || args[0] == "-h" {
-		fmt.Fprintln(s.Out, "Usage: tcpxogen render runtime|components|goldens [flags]\n\nRun `tcpxogen render runtime --help` (or components, goldens) for the flags.")
+		fmt.Fprintln(s.Out, "Usage: tcpxogen render runtime|components|goldens|rbac [flags]\n\nRun `tcpxogen render runtime --help` (or components, goldens) for the flags.")
 		return nil
 	}
 	sub, ok := subcommands[args[0]]
 	if !ok {
-		return cli.BadInput("render %q: want runtime, components or goldens", args[0])
+		return cli.BadInput("render %q: want runtime, components, goldens or rbac", args[0])
 	}
 	return sub(ctx, args[1:], s)
 }
