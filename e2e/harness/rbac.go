@@ -6,7 +6,6 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 )
@@ -26,17 +25,5 @@ func (cp *ControlPlane) ServiceAccountKubeconfig(ctx context.Context, namespace,
 	if err != nil {
 		return fmt.Errorf("a token for ServiceAccount %s/%s: %w", namespace, name, err)
 	}
-	c := cp.Config
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["e2e"] = &clientcmdapi.Cluster{
-		Server:                   c.Host,
-		CertificateAuthority:     c.TLSClientConfig.CAFile,
-		CertificateAuthorityData: c.TLSClientConfig.CAData,
-		InsecureSkipTLSVerify:    c.TLSClientConfig.Insecure,
-		TLSServerName:            c.TLSClientConfig.ServerName,
-	}
-	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
-	cfg.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: name}
-	cfg.CurrentContext = "e2e"
-	return clientcmd.WriteToFile(*cfg, path)
+	return cp.writeKubeconfig(path, name, &clientcmdapi.AuthInfo{Token: tr.Status.Token})
 }
