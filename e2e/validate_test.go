@@ -397,28 +397,10 @@ func TestValidatePasses(t *testing.T) {
 	installShippedRuntime(t, ctx)
 	nets := exampleNetworks()
 	prepareCluster(t, ctx, nets)
-	healthy, err := os.ReadFile(filepath.Join(repoRoot, "testdata", "nccl-logs", "healthy.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	ns := namespace(t, ctx, "validate-passes")
-	cp.Nodes.SetPlan(ns, harness.Plan{
-		// The launcher runs a while, as all_reduce_perf does (minutes on
-		// a cluster), longer than validate's worker-pod poll (2 s).
-		RunFor: 5 * time.Second,
-		Outcome: func(p *corev1.Pod) harness.Outcome {
-			if p.Labels[jobsetv1alpha2.ReplicatedJobNameKey] == "launcher" {
-				return harness.Succeed
-			}
-			return harness.KeepRunning
-		},
-		Log: func(p *corev1.Pod, container string) string {
-			if p.Labels[jobsetv1alpha2.ReplicatedJobNameKey] == "launcher" {
-				return string(healthy)
-			}
-			return ""
-		},
-	})
+	// The launcher runs a while, as all_reduce_perf does (minutes on a
+	// cluster), longer than validate's worker-pod poll (2 s).
+	cp.Nodes.SetPlan(ns, healthyPlan(t))
 	code, out, errs := runValidate(t, ctx, "--recipe", exampleRecipe(t, nets), "--namespace", ns, "--timeout", "90s")
 	t.Logf("stdout:\n%s\nstderr:\n%s", out, errs)
 	if code != 0 {

@@ -24,6 +24,18 @@ const AnnotationNorthInterfaces = "networking.gke.io/north-interfaces"
 // kubeconfig at path, for tools driven through their CLI.
 func (cp *ControlPlane) WriteKubeconfig(path string) error {
 	c := cp.Config
+	return cp.writeKubeconfig(path, "admin", &clientcmdapi.AuthInfo{
+		Token:                 c.BearerToken,
+		ClientCertificate:     c.TLSClientConfig.CertFile,
+		ClientCertificateData: c.TLSClientConfig.CertData,
+		ClientKey:             c.TLSClientConfig.KeyFile,
+		ClientKeyData:         c.TLSClientConfig.KeyData,
+	})
+}
+
+// writeKubeconfig writes a kubeconfig reaching the API server as user.
+func (cp *ControlPlane) writeKubeconfig(path, user string, auth *clientcmdapi.AuthInfo) error {
+	c := cp.Config
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["e2e"] = &clientcmdapi.Cluster{
 		Server:                   c.Host,
@@ -32,14 +44,8 @@ func (cp *ControlPlane) WriteKubeconfig(path string) error {
 		InsecureSkipTLSVerify:    c.TLSClientConfig.Insecure,
 		TLSServerName:            c.TLSClientConfig.ServerName,
 	}
-	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{
-		Token:                 c.BearerToken,
-		ClientCertificate:     c.TLSClientConfig.CertFile,
-		ClientCertificateData: c.TLSClientConfig.CertData,
-		ClientKey:             c.TLSClientConfig.KeyFile,
-		ClientKeyData:         c.TLSClientConfig.KeyData,
-	}
-	cfg.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "admin"}
+	cfg.AuthInfos[user] = auth
+	cfg.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: user}
 	cfg.CurrentContext = "e2e"
 	return clientcmd.WriteToFile(*cfg, path)
 }

@@ -276,6 +276,10 @@ func (cp *ControlPlane) startAPIServer(etcdURL string, logw io.Writer) error {
 		// No service account controller runs to create the tokens
 		// this plugin insists on.
 		"--disable-admission-plugins=ServiceAccount",
+		// RBAC, so tools run as a ServiceAccount get only what their
+		// roles grant (harness/rbac.go); the harness's loopback
+		// credentials are system:masters, allowed everything.
+		"--authorization-mode=RBAC",
 	}, storage)
 	if err != nil {
 		tb.cleanup()

@@ -14,8 +14,8 @@ import (
 	"context"
 	"maps"
 	"os"
-	"os/signal"
 
+	"github.com/tcpxogen/tcpxogen/internal/interrupt"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/checkcmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/democmd"
@@ -34,7 +34,9 @@ func main() {
 	maps.Copy(cmds, ncclreportcmd.Commands())
 	maps.Copy(cmds, democmd.Commands())
 	maps.Copy(cmds, validatecmd.Commands())
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// SIGINT and SIGTERM cancel the command (its cleanup runs); a second
+	// signal exits at once, printing what it leaves on a cluster.
+	ctx, stop := interrupt.Notify(context.Background(), os.Stderr, os.Exit)
 	code := cli.Main(ctx, os.Args[1:], cli.Streams{Out: os.Stdout, Err: os.Stderr}, cmds)
 	stop()
 	os.Exit(code)

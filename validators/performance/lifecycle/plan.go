@@ -77,7 +77,9 @@ type Event struct {
 	// changed nor deleted), "deleted" or "delete-failed".
 	Step   string
 	Object string // "Kind namespace/name"
-	Err    error
+	// Obj is the object itself, for a record of what is on the cluster.
+	Obj *unstructured.Unstructured
+	Err error
 }
 
 // NewPlan builds the plan for a decision. manifests supplies the pinned
@@ -174,12 +176,12 @@ func (p Plan) Run(ctx context.Context, a Applier, body func(ctx context.Context)
 		o := obj.DeepCopy()
 		switch aerr := a.Apply(ctx, o); {
 		case errors.Is(aerr, ErrAlreadyExists):
-			p.emit(Event{Step: "kept", Object: describe(o), Err: aerr})
+			p.emit(Event{Step: "kept", Object: describe(o), Obj: o, Err: aerr})
 		case aerr != nil:
 			return fmt.Errorf("installing the trainer: creating %s: %w", describe(o), aerr)
 		default:
 			installed = append(installed, o)
-			p.emit(Event{Step: "created", Object: describe(o)})
+			p.emit(Event{Step: "created", Object: describe(o), Obj: o})
 		}
 	}
 	if p.WaitReady != nil && len(p.Install) > 0 {
@@ -209,10 +211,10 @@ func (p Plan) teardown(ctx context.Context, a Applier, installed []*unstructured
 		if err := safeDelete(tctx, a, o); err != nil {
 			errs = append(errs, fmt.Errorf("deleting %s: %w", describe(o), err))
 			left = append(left, describe(o))
-			p.emit(Event{Step: "delete-failed", Object: describe(o), Err: err})
+			p.emit(Event{Step: "delete-failed", Object: describe(o), Obj: o, Err: err})
 			continue
 		}
-		p.emit(Event{Step: "deleted", Object: describe(o)})
+		p.emit(Event{Step: "deleted", Object: describe(o), Obj: o})
 	}
 	if len(errs) == 0 {
 		return nil

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/tcpxogen/tcpxogen/internal/interrupt"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/validators/performance/agreement"
 	"github.com/tcpxogen/tcpxogen/validators/performance/derive"
@@ -56,7 +57,11 @@ func (v *validation) execute(ctx context.Context, cl *Clients, s streams) error 
 	ctx, cancel := context.WithTimeout(ctx, v.opts.Timeout)
 	defer cancel()
 	plan := v.trainerPlan
-	plan.Events = func(e lifecycle.Event) { progress(s.Err, e.Step, e.Object, e.Err) }
+	plan.Events = func(e lifecycle.Event) {
+		v.left.track(e)
+		progress(s.Err, e.Step, e.Object, e.Err)
+	}
+	defer interrupt.Leftovers(ctx, v.left.report)()
 	plan.WaitReady = func(ctx context.Context) error { return lifecycle.WaitComplete(ctx, cl.cluster(), readyInterval) }
 	return plan.Run(ctx, cl.Applier, func(ctx context.Context) error { return v.benchmark(ctx, cl, s) })
 }
@@ -75,6 +80,9 @@ func (v *validation) benchmark(ctx context.Context, cl *Clients, s streams) (err
 		for i := len(created) - 1; i >= 0; i-- {
 			o := created[i]
 			derr := cl.Applier.Delete(cctx, o)
+			if derr == nil {
+				v.left.remove(o)
+			}
 			progress(s.Err, stepOf(derr, "deleted", "delete-failed"), describe(o), derr)
 			if derr != nil {
 				err = errors.Join(err, fmt.Errorf("deleting %s: %w; delete it by hand (it carries the label %s=%s)", describe(o), derr, RunLabel, v.runID))
@@ -90,6 +98,7 @@ func (v *validation) benchmark(ctx context.Context, cl *Clients, s streams) (err
 			return nil, fmt.Errorf("creating %s: %w", describe(u), err)
 		}
 		created = append(created, u)
+		v.left.add(u)
 		progress(s.Err, "created", describe(u), nil)
 		return u, nil
 	}

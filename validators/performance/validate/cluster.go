@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/tcpxogen/tcpxogen/internal/access"
 	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 	"github.com/tcpxogen/tcpxogen/validators/performance/lifecycle"
 )
@@ -52,6 +53,10 @@ type Clients struct {
 	Applier lifecycle.Applier
 	// Host names the API server in the plan.
 	Host string
+	// Guard holds every request to validate's declared permissions and
+	// explains what the API server refused (package access); nil for
+	// clients that bypass HTTP, as the tests' fakes do.
+	Guard *access.Guard
 }
 
 // cluster is the view lifecycle.Observe needs.
@@ -78,6 +83,14 @@ func Connect(kubeconfig, kubeContext string) (*Clients, error) {
 		return nil, badInput("loading the cluster configuration: %w; check --kubeconfig (or KUBECONFIG) and --context", err)
 	}
 	cfg.UserAgent = "tcpxogen-validate"
+	// Every client below goes through the guard; Run binds it to
+	// --namespace before the first request that needs a permission.
+	base, err := access.Validate.Bind("")
+	if err != nil {
+		return nil, err
+	}
+	guard := access.NewGuard(base)
+	guard.Wrap(cfg)
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building the Kubernetes client for %s: %w", cfg.Host, err)
@@ -94,7 +107,7 @@ func Connect(kubeconfig, kubeContext string) (*Clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Clients{Kube: kube, CRDs: crds, Dynamic: dyn, Applier: applier, Host: cfg.Host}, nil
+	return &Clients{Kube: kube, CRDs: crds, Dynamic: dyn, Applier: applier, Host: cfg.Host, Guard: guard}, nil
 }
 
 // reachable makes one cheap request, so that an unreachable or

@@ -123,6 +123,11 @@ func (v *validation) checkTrainer(ctx context.Context, cl *Clients) error {
 	if err != nil {
 		return fmt.Errorf("planning the trainer install: %w", err)
 	}
+	if d.Install {
+		if err := grantInstall(cl, v.opts.Namespace, v.trainerPlan.Install); err != nil {
+			return err
+		}
+	}
 	lines := strings.Split(strings.TrimRight(v.trainerPlan.String(), "\n"), "\n")
 	s := v.section(lines[0], lines[1:]...)
 	if d.Install {

@@ -108,7 +108,7 @@ type ConnectFunc func(kubeconfig, kubeContext string) (*Clients, error)
 // Run validates as o asks: it checks the input, connects, decides the plan
 // and prints it to out, and, unless o.DryRun or the plan is refused, carries
 // it out (progress to errOut). The error is an *InputError for bad input.
-func Run(ctx context.Context, o Options, connect ConnectFunc, out, errOut io.Writer) error {
+func Run(ctx context.Context, o Options, connect ConnectFunc, out, errOut io.Writer) (err error) {
 	v, err := prepare(o)
 	if err != nil {
 		return err
@@ -116,6 +116,12 @@ func Run(ctx context.Context, o Options, connect ConnectFunc, out, errOut io.Wri
 	cl, err := connect(o.Kubeconfig, o.KubeContext)
 	if err != nil {
 		return err
+	}
+	// Whatever the API server refused is named in RBAC terms, with the
+	// role that grants it, whichever step it broke.
+	defer func() { err = cl.Guard.Explain(err) }()
+	if err := bindAccess(cl, o.Namespace); err != nil {
+		return badInput("--namespace: %w", err)
 	}
 	if err := reachable(cl); err != nil {
 		return err
@@ -252,6 +258,9 @@ type validation struct {
 	params   derive.Params
 	// trainerObjs are the --trainer-manifests objects, in apply order.
 	trainerObjs []*unstructured.Unstructured
+	// left is the cleanup record: what the run created and has not yet
+	// deleted, printed if a second signal ends it.
+	left ledger
 
 	preflightResult
 }

@@ -27,7 +27,7 @@ import (
 
 // Commands returns the render command set.
 func Commands() cli.Commands {
-	return cli.Commands{"render": {Summary: "render the shipped runtime (render runtime), the installer components (render components), the admission policies (render policy) or the goldens (render goldens)", Run: run}}
+	return cli.Commands{"render": {Summary: "render the shipped runtime (render runtime), the installer components (render components), the admission policies (render policy), the goldens (render goldens) or the RBAC a cluster command needs (render rbac)", Run: run}}
 }
 
 var subcommands = map[string]func(context.Context, []string, cli.Streams) error{
@@ -35,20 +35,21 @@ var subcommands = map[string]func(context.Context, []string, cli.Streams) error{
 	"components": renderComponents,
 	"goldens":    renderGoldens,
 	"policy":     renderPolicy,
+	"rbac":       renderRBAC,
 }
 
 func run(ctx context.Context, args []string, s cli.Streams) error {
 	if len(args) == 0 {
-		fmt.Fprintln(s.Err, "Usage: tcpxogen render runtime|components|policy|goldens [flags]")
-		return cli.BadInput("name what to render: runtime, components, policy or goldens")
+		fmt.Fprintln(s.Err, "Usage: tcpxogen render runtime|components|policy|goldens|rbac [flags]")
+		return cli.BadInput("name what to render: runtime, components, policy, goldens or rbac")
 	}
 	if args[0] == "--help" || args[0] == "-h" {
-		fmt.Fprintln(s.Out, "Usage: tcpxogen render runtime|components|policy|goldens [flags]\n\nRun `tcpxogen render runtime --help` (or components, policy, goldens) for the flags.")
+		fmt.Fprintln(s.Out, "Usage: tcpxogen render runtime|components|policy|goldens|rbac [flags]\n\nRun `tcpxogen render runtime --help` (or components, policy, goldens, rbac) for the flags.")
 		return nil
 	}
 	sub, ok := subcommands[args[0]]
 	if !ok {
-		return cli.BadInput("render %q: want runtime, components, policy or goldens", args[0])
+		return cli.BadInput("render %q: want runtime, components, policy, goldens or rbac", args[0])
 	}
 	return sub(ctx, args[1:], s)
 }

@@ -32,6 +32,7 @@ func TestExitStatus(t *testing.T) {
 		{"stray argument", noCluster, []string{"--recipe", "r.yaml", "extra"}, cli.ExitUsage, "unexpected arguments"},
 		{"unknown flag", noCluster, []string{"--recipes", "r.yaml"}, cli.ExitUsage, "--recipes"},
 		{"help", noCluster, []string{"--help"}, cli.ExitOK, "--trainer-manifests"},
+		{"help names the role", noCluster, []string{"--help"}, cli.ExitOK, "tcpxogen render rbac --for validate [--install-trainer] --namespace NS"},
 		{"failure after the input", unreachable, []string{"--recipe", "../../../../testdata/recipes/gke-h100-trainer-declared.yaml", "--benchmark-image", "registry.example/nccl-tests:v2@sha256:" + strings.Repeat("0", 64), "--dry-run"}, cli.ExitFailure, "the cluster is down"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

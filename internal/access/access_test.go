@@ -1,0 +1,286 @@
+package access
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/tcpxogen/tcpxogen/runtimes"
+)
+
+func bind(t *testing.T, l List, ns string, rows ...string) Binding {
+	t.Helper()
+	b, err := l.Bind(ns, rows...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestShippedRuntimeName(t *testing.T) {
+	if shippedRuntime != runtimes.RuntimeName {
+		t.Errorf("validate's list names ClusterTrainingRuntime %s, the shipped runtime is %s", shippedRuntime, runtimes.RuntimeName)
+	}
+}
+
+// The binding allows what RBAC would: a namespaced rule only in the bound
+// namespace, a named rule only for its names (TheNamespace replaced), a
+// subresource only when named, a verb only when listed.
+func TestBindingAllowsAsRBACDoes(t *testing.T) {
+	b := bind(t, Validate, "bench")
+	for _, c := range []struct {
+		req  Request
+		want bool
+	}{
+		{Request{Verb: "get", Resource: "pods", Subresource: "log", Namespace: "bench", Name: "l-0"}, true},
+		{Request{Verb: "get", Resource: "pods", Subresource: "log", Namespace: "other", Name: "l-0"}, false},
+		{Request{Verb: "get", Resource: "pods", Namespace: "bench", Name: "l-0"}, false},
+		{Request{Verb: "get", Resource: "pods", Subresource: "exec", Namespace: "bench", Name: "l-0"}, false},
+		{Request{Verb: "list", Resource: "pods", Namespace: "bench"}, true},
+		{Request{Verb: "list", Resource: "nodes"}, true},
+		{Request{Verb: "get", Resource: "nodes", Name: "n"}, false},
+		{Request{Verb: "list", Group: "apps", Resource: "deployments"}, true},
+		{Request{Verb: "list", Group: "apps", Resource: "deployments", Namespace: "kubeflow-system"}, true},
+		{Request{Verb: "create", Group: "apps", Resource: "deployments", Namespace: "kubeflow-system"}, false},
+		{Request{Verb: "get", Resource: "namespaces", Name: "bench"}, true},
+		{Request{Verb: "get", Resource: "namespaces", Name: "kube-system"}, false},
+		{Request{Verb: "get", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", Name: "trainjobs.trainer.kubeflow.org"}, true},
+		{Request{Verb: "get", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", Name: "networks.networking.gke.io"}, false},
+		{Request{Verb: "create", Group: "trainer.kubeflow.org", Resource: "trainjobs", Namespace: "bench"}, true},
+		{Request{Verb: "create", Group: "trainer.kubeflow.org", Resource: "clustertrainingruntimes"}, false},
+		{Request{Verb: "list", Resource: "secrets", Namespace: "bench"}, false},
+	} {
+		if got := b.Allows(c.req); got != c.want {
+			t.Errorf("%s: allowed %v, want %v", c.req.Permission(), got, c.want)
+		}
+	}
+	install := bind(t, Validate, "bench", InstallTrainer)
+	for _, req := range []Request{
+		{Verb: "create", Group: "trainer.kubeflow.org", Resource: "clustertrainingruntimes"},
+		{Verb: "delete", Group: "trainer.kubeflow.org", Resource: "clustertrainingruntimes", Name: runtimes.RuntimeName},
+		{Verb: "create", Group: "apps", Resource: "deployments", Namespace: "kubeflow-system"},
+	} {
+		if !install.Allows(req) {
+			t.Errorf("the install row does not allow %s", req.Permission())
+		}
+	}
+	err := b.Check(Request{Verb: "list", Resource: "secrets", Namespace: "bench"})
+	if !errors.Is(err, ErrUndeclared) || !strings.Contains(err.Error(), "list secrets in namespace bench") {
+		t.Errorf("Check of an undeclared request: %v", err)
+	}
+	if _, err := Validate.Bind("bench", "install-everything"); err == nil || !strings.Contains(err.Error(), InstallTrainer) {
+		t.Errorf("binding an unknown row: %v", err)
+	}
+}
+
+// Every rule of every list is rendered exactly once, in the role its scope
+// and row say, bound to the subject; the namespace is substituted.
+func TestRenderHoldsEveryRule(t *testing.T) {
+	for name, l := range Lists() {
+		t.Run(name, func(t *testing.T) {
+			var rows []string
+			for _, r := range l.Rows {
+				rows = append(rows, r.Name)
+			}
+			b := bind(t, l, "bench", rows...)
+			r, err := b.Render(Subject{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			type granted struct {
+				kind, name string
+				rule       rbacv1.PolicyRule
+			}
+			var got []granted
+			bound := map[string]bool{}
+			for _, o := range r.Objects {
+				switch o := o.(type) {
+				case *rbacv1.ClusterRole:
+					for _, pr := range o.Rules {
+						got = append(got, granted{"ClusterRole", o.Name, pr})
+					}
+				case *rbacv1.Role:
+					if o.Namespace != "bench" {
+						t.Errorf("Role %s is in %s, not the bound namespace", o.Name, o.Namespace)
+					}
+					for _, pr := range o.Rules {
+						got = append(got, granted{"Role", o.Name, pr})
+					}
+				case *rbacv1.ClusterRoleBinding:
+					bound["ClusterRole "+o.RoleRef.Name] = slices.Contains(o.Subjects, rbacv1.Subject{Kind: "ServiceAccount", Namespace: "bench", Name: "tcpxogen-" + l.Command})
+				case *rbacv1.RoleBinding:
+					bound["Role "+o.RoleRef.Name] = slices.Contains(o.Subjects, rbacv1.Subject{Kind: "ServiceAccount", Namespace: "bench", Name: "tcpxogen-" + l.Command})
+				case *corev1.ServiceAccount:
+					if o.Name != "tcpxogen-"+l.Command || o.Namespace != "bench" {
+						t.Errorf("ServiceAccount %s/%s", o.Namespace, o.Name)
+					}
+				default:
+					t.Errorf("unexpected object %T", o)
+				}
+			}
+			base := "tcpxogen-" + l.Command + "-bench"
+			var want []granted
+			add := func(kind, role string, rules []Rule) {
+				for _, rule := range rules {
+					pr := rbacv1.PolicyRule{Verbs: rule.Verbs, APIGroups: []string{rule.Group}, Resources: []string{rule.Resource}}
+					for _, n := range rule.ResourceNames {
+						if n == TheNamespace {
+							n = "bench"
+						}
+						pr.ResourceNames = append(pr.ResourceNames, n)
+					}
+					if rule.Scope == InNamespace && kind == "ClusterRole" && role == base {
+						continue
+					}
+					if rule.Scope == ClusterWide && kind == "Role" {
+						continue
+					}
+					want = append(want, granted{kind, role, pr})
+				}
+			}
+			add("ClusterRole", base, l.Rules)
+			add("Role", base, l.Rules)
+			for _, row := range l.Rows {
+				add("ClusterRole", base+"-"+row.Name, row.Rules)
+			}
+			if diff := cmp.Diff(want, got, cmp.AllowUnexported(granted{})); diff != "" {
+				t.Errorf("rendered rules (-declared +rendered):\n%s", diff)
+			}
+			for _, g := range got {
+				if !bound[g.kind+" "+g.name] {
+					t.Errorf("%s %s is not bound to the service account", g.kind, g.name)
+				}
+			}
+			if !strings.Contains(strings.Join(r.Header, "\n"), l.Rules[0].For) {
+				t.Errorf("the header does not say what the rules are for:\n%s", strings.Join(r.Header, "\n"))
+			}
+		})
+	}
+	if _, err := bind(t, Validate, "Not_A_Namespace").Render(Subject{}); err == nil {
+		t.Error("rendered roles for an invalid namespace")
+	}
+}
+
+// fakeServer answers every request 200 with an empty object, except the
+// forbidden paths, which get the API server's Forbidden Status; it counts
+// what reaches it.
+type fakeServer struct {
+	forbidden map[string]bool
+	mu        sync.Mutex
+	seen      []string
+}
+
+func (s *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.seen = append(s.seen, r.Method+" "+r.URL.Path)
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	if s.forbidden[r.URL.Path] {
+		w.WriteHeader(http.StatusForbidden)
+		io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403,"message":"pods \"l-0\" is forbidden: User \"system:serviceaccount:bench:x\" cannot get resource \"pods/log\" in API group \"\" in the namespace \"bench\""}`)
+		return
+	}
+	switch {
+	case strings.HasSuffix(r.URL.Path, "/log"):
+		w.Header().Set("Content-Type", "text/plain")
+		io.WriteString(w, "log")
+	case strings.HasSuffix(r.URL.Path, "/pods"):
+		io.WriteString(w, `{"kind":"PodList","apiVersion":"v1","items":[]}`)
+	default:
+		io.WriteString(w, `{}`)
+	}
+}
+
+// The guard, on a real client-go client: a declared request goes through,
+// an undeclared one never reaches the server, and a declared one the
+// server forbids is explained in RBAC terms with the command that grants
+// it, while the error stays the API server's Forbidden.
+func TestGuardOnAClient(t *testing.T) {
+	srv := &fakeServer{forbidden: map[string]bool{"/api/v1/namespaces/bench/pods/l-0/log": true}}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	g := NewGuard(bind(t, Validate, "bench"))
+	cfg := &rest.Config{Host: ts.URL}
+	g.Wrap(cfg)
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+
+	if _, err := kube.CoreV1().Pods("bench").List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatalf("a declared request: %v", err)
+	}
+	_, err = kube.CoreV1().Secrets("bench").List(ctx, metav1.ListOptions{})
+	if !errors.Is(err, ErrUndeclared) {
+		t.Errorf("an undeclared request: %v", err)
+	}
+	for _, s := range srv.seen {
+		if strings.Contains(s, "secrets") {
+			t.Errorf("the undeclared request reached the server: %s", s)
+		}
+	}
+
+	_, err = kube.CoreV1().Pods("bench").GetLogs("l-0", &corev1.PodLogOptions{}).DoRaw(ctx)
+	if !apierrors.IsForbidden(err) {
+		t.Fatalf("the forbidden log read: %v", err)
+	}
+	if got := g.Denied(); !slices.Equal(got, []string{"get pods/log l-0 in namespace bench"}) {
+		t.Errorf("denied %q", got)
+	}
+	explained := g.Explain(err)
+	if !apierrors.IsForbidden(explained) {
+		t.Error("the explained error is no longer the API server's Forbidden")
+	}
+	for _, want := range []string{
+		"get pods/log l-0 in namespace bench",
+		`rule "get pods/log" of its role, to read the launcher's log`,
+		"tcpxogen render rbac --for validate --namespace bench | kubectl apply -f -",
+	} {
+		if !strings.Contains(explained.Error(), want) {
+			t.Errorf("the explanation lacks %q:\n%s", want, explained)
+		}
+	}
+	if err := g.Explain(nil); err != nil {
+		t.Errorf("a run that succeeded is explained as %v", err)
+	}
+	var none *Guard
+	if err := none.Explain(io.EOF); err != io.EOF {
+		t.Errorf("a nil guard changed the error: %v", err)
+	}
+}
+
+// A refusal of an install-row rule points at the --install-trainer role.
+func TestExplainNamesTheRow(t *testing.T) {
+	g := NewGuard(bind(t, Validate, "bench", InstallTrainer))
+	req := Request{Verb: "create", Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"}
+	rule, ok := g.Binding().rule(req)
+	if !ok {
+		t.Fatal("the install row does not declare creating webhooks")
+	}
+	g.record(req, rule)
+	msg := g.Explain(errors.New("boom")).Error()
+	for _, want := range []string{
+		"create validatingwebhookconfigurations.admissionregistration.k8s.io (cluster-wide)",
+		"of its install-trainer role",
+		"tcpxogen render rbac --for validate --install-trainer --namespace bench",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the explanation lacks %q:\n%s", want, msg)
+		}
+	}
+}

@@ -1,0 +1,137 @@
+package access
+
+// The API groups the lists name.
+const (
+	groupCore        = ""
+	groupApps        = "apps"
+	groupRBAC        = "rbac.authorization.k8s.io"
+	groupCRDs        = "apiextensions.k8s.io"
+	groupAdmission   = "admissionregistration.k8s.io"
+	groupTrainer     = "trainer.kubeflow.org"
+	groupGKENetworks = "networking.gke.io"
+)
+
+// trainerCRDs are the CRDs validate reads by name to tell whether Kubeflow
+// Trainer is installed (lifecycle's trainer parts) and whose schema it
+// defaults the rendered runtime with.
+var trainerCRDs = []string{
+	"trainjobs.trainer.kubeflow.org",
+	"trainingruntimes.trainer.kubeflow.org",
+	"clustertrainingruntimes.trainer.kubeflow.org",
+	"jobsets.jobset.x-k8s.io",
+}
+
+// shippedRuntime is the ClusterTrainingRuntime validate reads (and, in the
+// install row, applies and deletes): runtimes.RuntimeName, spelled out
+// because this package sits below runtimes; a test holds the two together.
+const shippedRuntime = "torch-distributed-tcpxo"
+
+// InstallTrainer is validate's row for the trainer lifecycle's install
+// policy (the recipe does not declare Kubeflow Trainer and the cluster has
+// none): validate then creates and deletes the pinned trainer's every kind.
+const InstallTrainer = "install-trainer"
+
+// Validate is `tcpxogen validate`. Its base row is every run's: the
+// preflight reads (trainer, GPU pool, namespace, shipped runtime) and the
+// benchmark's objects in --namespace. The install-trainer row is only for
+// the install policy; it creates ClusterRoles and webhooks, so binding it
+// is as good as cluster-admin, which is why it is a role of its own.
+var Validate = List{
+	Command:          "validate",
+	Namespace:        "the namespace the benchmark runs in (validate --namespace)",
+	DefaultNamespace: "default",
+	Rules: []Rule{
+		{Verbs: []string{"get"}, Group: groupCRDs, Resource: "customresourcedefinitions", ResourceNames: trainerCRDs, Scope: ClusterWide,
+			For: "tell whether Kubeflow Trainer is installed, and default the rendered runtime with the cluster's ClusterTrainingRuntime schema"},
+		{Verbs: []string{"list"}, Group: groupApps, Resource: "deployments", Scope: ClusterWide,
+			For: "find the trainer's and JobSet's controller Deployments, in whatever namespace they run"},
+		{Verbs: []string{"list"}, Group: groupCore, Resource: "nodes", Scope: ClusterWide,
+			For: "check the GPU pool is one homogeneous A3 Mega pool on the recipe's networks"},
+		{Verbs: []string{"get"}, Group: groupCore, Resource: "namespaces", ResourceNames: []string{TheNamespace}, Scope: ClusterWide,
+			For: "check the benchmark's namespace exists"},
+		{Verbs: []string{"get"}, Group: groupTrainer, Resource: "clustertrainingruntimes", ResourceNames: []string{shippedRuntime}, Scope: ClusterWide,
+			For: "read the deployed " + shippedRuntime + " the benchmark is derived from"},
+		{Verbs: []string{"create", "delete"}, Group: groupTrainer, Resource: "trainingruntimes", Scope: InNamespace,
+			For: "create the derived benchmark runtime, and delete it afterwards"},
+		{Verbs: []string{"create", "get", "delete"}, Group: groupTrainer, Resource: "trainjobs", Scope: InNamespace,
+			For: "create the benchmark TrainJob, follow its status, and delete it afterwards"},
+		{Verbs: []string{"list"}, Group: groupCore, Resource: "pods", Scope: InNamespace,
+			For: "find the benchmark's launcher and worker pods, and check the workers carried the wiring"},
+		{Verbs: []string{"get"}, Group: groupCore, Resource: "pods/log", Scope: InNamespace,
+			For: "read the launcher's log, the nccl-tests output that is judged"},
+	},
+	Rows: []Row{{
+		Name: InstallTrainer,
+		What: "install the pinned Kubeflow Trainer for the run and tear it down (the recipe does not declare it and the cluster has none): CRDs, webhooks, cluster roles; as powerful as cluster-admin",
+		Rules: []Rule{
+			{Verbs: []string{"create"}, Group: groupTrainer, Resource: "clustertrainingruntimes", Scope: ClusterWide,
+				For: "apply the shipped runtime as the recipe renders it on the trainer just installed"},
+			{Verbs: []string{"delete"}, Group: groupTrainer, Resource: "clustertrainingruntimes", ResourceNames: []string{shippedRuntime}, Scope: ClusterWide,
+				For: "delete the shipped runtime it applied"},
+			{Verbs: []string{"create", "delete"}, Group: groupCore, Resource: "namespaces", Scope: ClusterWide,
+				For: "create and delete the trainer's namespace"},
+			{Verbs: []string{"create", "delete"}, Group: groupCRDs, Resource: "customresourcedefinitions", Scope: ClusterWide,
+				For: "create and delete the trainer's and JobSet's CRDs"},
+			{Verbs: []string{"create", "delete"}, Group: groupAdmission, Resource: "mutatingwebhookconfigurations", Scope: ClusterWide,
+				For: "create and delete the trainer's and JobSet's mutating webhooks"},
+			{Verbs: []string{"create", "delete"}, Group: groupAdmission, Resource: "validatingwebhookconfigurations", Scope: ClusterWide,
+				For: "create and delete the trainer's and JobSet's validating webhooks"},
+			{Verbs: []string{"create", "delete", "escalate", "bind"}, Group: groupRBAC, Resource: "clusterroles", Scope: ClusterWide,
+				For: "create and delete the controllers' ClusterRoles, which grant what validate itself does not hold (escalate) and are bound (bind)"},
+			{Verbs: []string{"create", "delete"}, Group: groupRBAC, Resource: "clusterrolebindings", Scope: ClusterWide,
+				For: "bind the controllers' ClusterRoles to their service accounts"},
+			{Verbs: []string{"create", "delete", "escalate", "bind"}, Group: groupRBAC, Resource: "roles", Scope: ClusterWide,
+				For: "create and delete the controllers' Roles in the trainer's namespace (which does not exist before the install, so no Role there can grant this)"},
+			{Verbs: []string{"create", "delete"}, Group: groupRBAC, Resource: "rolebindings", Scope: ClusterWide,
+				For: "bind the controllers' Roles"},
+			{Verbs: []string{"create", "delete"}, Group: groupCore, Resource: "serviceaccounts", Scope: ClusterWide,
+				For: "create and delete the controllers' service accounts"},
+			{Verbs: []string{"create", "delete"}, Group: groupCore, Resource: "services", Scope: ClusterWide,
+				For: "create and delete the controllers' webhook Services"},
+			{Verbs: []string{"create", "delete"}, Group: groupCore, Resource: "configmaps", Scope: ClusterWide,
+				For: "create and delete the controllers' configuration"},
+			{Verbs: []string{"create", "delete"}, Group: groupCore, Resource: "secrets", Scope: ClusterWide,
+				For: "create and delete the webhooks' certificate Secrets"},
+			{Verbs: []string{"create", "delete"}, Group: groupApps, Resource: "deployments", Scope: ClusterWide,
+				For: "create and delete the trainer's and JobSet's controller Deployments"},
+		},
+	}},
+}
+
+// InstallerNamespace is where the NCCL plugin installer DaemonSet runs
+// (runtimes/components.yaml).
+const InstallerNamespace = "kube-system"
+
+// readCluster are the reads of `discover` and `check cluster`: what the
+// cluster's GPU nodes, installer and GKE multi-network objects are.
+var readCluster = []Rule{
+	{Verbs: []string{"list"}, Group: groupCore, Resource: "nodes", Scope: ClusterWide,
+		For: "read the GPU nodes: accelerator, machine type, networks"},
+	{Verbs: []string{"list"}, Group: groupCore, Resource: "pods", Scope: InNamespace,
+		For: "read the installer's pods and their images"},
+	{Verbs: []string{"list"}, Group: groupApps, Resource: "daemonsets", Scope: InNamespace,
+		For: "read the installer and device injector DaemonSets"},
+	{Verbs: []string{"list"}, Group: groupGKENetworks, Resource: "networks", Scope: ClusterWide,
+		For: "read GKE's multi-network Networks (the GPU-NIC networks)"},
+	{Verbs: []string{"list"}, Group: groupGKENetworks, Resource: "gkenetworkparamsets", Scope: ClusterWide,
+		For: "read GKE's GKENetworkParamSets (which VPC and subnet each Network is)"},
+	{Verbs: []string{"list"}, Group: groupTrainer, Resource: "clustertrainingruntimes", Scope: ClusterWide,
+		For: "read the deployed ClusterTrainingRuntimes"},
+}
+
+// Discover is `tcpxogen discover`: read-only, declared from what it reads
+// (issue 25) before the command lands; the command binds its guard to it.
+var Discover = List{
+	Command:          "discover",
+	Namespace:        "the namespace the NCCL plugin installer runs in",
+	DefaultNamespace: InstallerNamespace,
+	Rules:            readCluster,
+}
+
+// CheckCluster is `tcpxogen check cluster`: the same reads as discover.
+var CheckCluster = List{
+	Command:          "check-cluster",
+	Namespace:        "the namespace the NCCL plugin installer runs in",
+	DefaultNamespace: InstallerNamespace,
+	Rules:            readCluster,
+}
