@@ -42,6 +42,9 @@ type scanner struct {
 	// would take, so a scan's verdict never depends on the cache.
 	charged  struct{ compressed, expanded int64 }
 	parallel int // WithParallelism; <= 0 for GOMAXPROCS
+	// hasIndex remembers which layers have a stored scan index (indexed);
+	// only the merging goroutine reads and writes it.
+	hasIndex map[int]bool
 }
 
 func newScanner(ctx context.Context, layers []v1.Layer, wants []*wantState, lim Limits, progress io.Writer) *scanner {
@@ -89,6 +92,14 @@ func (s *scanner) run() error {
 	start := func(top int) {
 		for ; next >= 0 && next > top-ahead; next-- {
 			i := next
+			if i < top && s.indexed(top) && !s.indexed(i) {
+				// Speculation waits for the indexed prefix: a warm scan
+				// replays the top layers' indexes and usually settles every
+				// want there, so reading an unindexed layer below ahead of
+				// them would be a registry request the scan never needed.
+				// It starts once the merge reaches a layer without an index.
+				break
+			}
 			ch := make(chan *pass, 1)
 			done[i] = ch
 			ps, err := s.newPass(i, s.firstReadCapture(i), true, &declared)
