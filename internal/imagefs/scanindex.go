@@ -77,24 +77,18 @@ func (unindexed) Read([]byte) (int, error) { return 0, errNotIndexed }
 // stores a new index (keeping the old one's content when both tables of
 // contents agree; an old index that disagrees with the verified layer is
 // replaced).
-// indexed reports whether layer i has a stored scan index (of this
-// version; whether it replays is decided when it is loaded). The answer is
-// remembered: read-ahead asks it for every layer it might start.
-func (s *scanner) indexed(i int) bool {
-	if s.hasIndex == nil {
-		s.hasIndex = make(map[int]bool)
+// indexedBefore records which layers had a stored scan index (of this
+// version) when the scan began; whether one replays is decided when it is
+// loaded. Taken before any pass runs, so the indexes this scan's own passes
+// write do not change its read-ahead from one run to the next.
+func (s *scanner) indexedBefore() {
+	s.hasIndex = make([]bool, len(s.layers))
+	for i, l := range s.layers {
+		if il, ok := l.(IndexedLayer); ok {
+			data, err := il.ScanIndex(IndexVersion)
+			s.hasIndex[i] = err == nil && data != nil
+		}
 	}
-	if v, ok := s.hasIndex[i]; ok {
-		return v
-	}
-	il, ok := s.layers[i].(IndexedLayer)
-	v := false
-	if ok {
-		data, err := il.ScanIndex(IndexVersion)
-		v = err == nil && data != nil
-	}
-	s.hasIndex[i] = v
-	return v
 }
 
 func (s *scanner) load(ctx context.Context, ps *pass) {

@@ -42,9 +42,9 @@ type scanner struct {
 	// would take, so a scan's verdict never depends on the cache.
 	charged  struct{ compressed, expanded int64 }
 	parallel int // WithParallelism; <= 0 for GOMAXPROCS
-	// hasIndex remembers which layers have a stored scan index (indexed);
-	// only the merging goroutine reads and writes it.
-	hasIndex map[int]bool
+	// hasIndex is which layers had a stored scan index when the scan
+	// began (indexedBefore).
+	hasIndex []bool
 }
 
 func newScanner(ctx context.Context, layers []v1.Layer, wants []*wantState, lim Limits, progress io.Writer) *scanner {
@@ -74,6 +74,7 @@ func (s *scanner) run() error {
 	if err := s.settle(nil); err != nil {
 		return err
 	}
+	s.indexedBefore()
 	ctx, cancel := context.WithCancel(s.ctx)
 	var wg sync.WaitGroup
 	// Read-ahead passes stop at the cancel and are waited for, so no
@@ -92,7 +93,7 @@ func (s *scanner) run() error {
 	start := func(top int) {
 		for ; next >= 0 && next > top-ahead; next-- {
 			i := next
-			if i < top && s.indexed(top) && !s.indexed(i) {
+			if i < top && s.hasIndex[top] && !s.hasIndex[i] {
 				// Speculation waits for the indexed prefix: a warm scan
 				// replays the top layers' indexes and usually settles every
 				// want there, so reading an unindexed layer below ahead of
