@@ -16,6 +16,9 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -180,6 +183,9 @@ func TestRenderHoldsEveryRule(t *testing.T) {
 // what reaches it.
 type fakeServer struct {
 	forbidden map[string]bool
+	// admissionRefused get the 403 an admission plugin answers with (the
+	// namespace lifecycle's, k8s.io/apiserver plugin/pkg/admission/namespace/lifecycle).
+	admissionRefused map[string]bool
 	mu        sync.Mutex
 	seen      []string
 }
@@ -192,6 +198,11 @@ func (s *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.forbidden[r.URL.Path] {
 		w.WriteHeader(http.StatusForbidden)
 		io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403,"message":"pods \"l-0\" is forbidden: User \"system:serviceaccount:bench:x\" cannot get resource \"pods/log\" in API group \"\" in the namespace \"bench\""}`)
+		return
+	}
+	if s.admissionRefused[r.URL.Path] {
+		w.WriteHeader(http.StatusForbidden)
+		io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403,"message":"trainingruntimes.trainer.kubeflow.org \"b\" is forbidden: unable to create new content in namespace bench because it is being terminated","details":{"causes":[{"reason":"NamespaceTerminating","message":"namespace bench is being terminated","field":"metadata.namespace"}]}}`)
 		return
 	}
 	switch {
@@ -282,5 +293,34 @@ func TestExplainNamesTheRow(t *testing.T) {
 		if !strings.Contains(msg, want) {
 			t.Errorf("the explanation lacks %q:\n%s", want, msg)
 		}
+	}
+}
+
+// A 403 that is not the authorizer's (here the namespace lifecycle
+// admission plugin's, for a namespace being deleted) is not a missing
+// permission: the guard does not explain it as one, and the client still
+// gets the server's whole answer.
+func TestGuardIgnoresAdmissionRefusals(t *testing.T) {
+	path := "/apis/trainer.kubeflow.org/v1alpha1/namespaces/bench/trainingruntimes"
+	srv := &fakeServer{admissionRefused: map[string]bool{path: true}}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	g := NewGuard(bind(t, Validate, "bench"))
+	cfg := &rest.Config{Host: ts.URL}
+	g.Wrap(cfg)
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainingRuntime", "metadata": map[string]any{"name": "b"}}}
+	_, err = dyn.Resource(schema.GroupVersionResource{Group: "trainer.kubeflow.org", Version: "v1alpha1", Resource: "trainingruntimes"}).Namespace("bench").Create(context.Background(), obj, metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "being terminated") {
+		t.Fatalf("the refused create: %v; want the server's own Forbidden, body intact", err)
+	}
+	if got := g.Denied(); len(got) != 0 {
+		t.Errorf("an admission refusal recorded as a missing permission: %q", got)
+	}
+	if explained := g.Explain(err); explained != err {
+		t.Errorf("an admission refusal explained as RBAC:\n%v", explained)
 	}
 }
