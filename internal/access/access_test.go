@@ -186,8 +186,8 @@ type fakeServer struct {
 	// admissionRefused get the 403 an admission plugin answers with (the
 	// namespace lifecycle's, k8s.io/apiserver plugin/pkg/admission/namespace/lifecycle).
 	admissionRefused map[string]bool
-	mu        sync.Mutex
-	seen      []string
+	mu               sync.Mutex
+	seen             []string
 }
 
 func (s *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
