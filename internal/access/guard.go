@@ -2,7 +2,6 @@ package access
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	rbacvalidation "k8s.io/component-helpers/auth/rbac/validation"
 )
@@ -190,8 +190,10 @@ func authorizerRefused(resp *http.Response, verb string) bool {
 	if err != nil {
 		return false
 	}
+	// JSON or protobuf, whichever the client asked for (client-go's typed
+	// clients ask for protobuf).
 	var status metav1.Status
-	if json.Unmarshal(head, &status) != nil {
+	if _, _, err := scheme.Codecs.UniversalDeserializer().Decode(head, nil, &status); err != nil {
 		return false
 	}
 	return authorizerMessage.MatchString(status.Message) && strings.Contains(status.Message, " cannot "+verb+" ")
