@@ -218,6 +218,12 @@ func TestAdmissionPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The trainer's webhook reads runtimes from its informer cache, which
+	// may not hold the one just created (e2e/README.md, "Found by it").
+	waitFor(t, ctx, 30*time.Second, "the trainer's webhook to see e2e-plain-torch", func() (bool, error) {
+		_, err := admit(t, ctx, twoNodes, false)
+		return err == nil || !strings.Contains(err.Error(), "must be created before"), nil
+	})
 	if w, err := admit(t, ctx, twoNodes, false); err != nil || !strings.Contains(strings.Join(w, "\n"), admission.AdvisoryMessage) {
 		t.Errorf("two nodes on e2e-plain-torch: error %v, warnings %q", err, w)
 	}

@@ -5,12 +5,9 @@ package e2e
 // dry run of the real install must not find yet.
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -24,7 +21,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -64,40 +60,14 @@ func healthyPlan(t *testing.T) harness.Plan {
 // renderRBAC runs the shipped CLI's render rbac and decodes its objects.
 func renderRBAC(t *testing.T, args ...string) []*unstructured.Unstructured {
 	t.Helper()
-	out, err := exec.Command(tcpxogenBinary(t), append([]string{"render", "rbac"}, args...)...).Output()
-	if err != nil {
-		t.Fatalf("render rbac %v: %v", args, err)
-	}
-	var objs []*unstructured.Unstructured
-	for _, d := range documents(out) {
-		u, err := decode(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		objs = append(objs, u)
-	}
-	return objs
+	return harness.RenderRBAC(t, tcpxogenBinary(t), args...)
 }
 
-// applyRBAC creates the objects strictly (the API server must accept what
-// render rbac prints) or replaces what a previous subtest left.
+// applyRBAC creates the objects strictly or replaces what a previous
+// subtest left.
 func applyRBAC(t *testing.T, ctx context.Context, objs []*unstructured.Unstructured) {
 	t.Helper()
-	for _, o := range objs {
-		err := cp.Client.Create(ctx, o.DeepCopy(), strict)
-		if apierrors.IsAlreadyExists(err) {
-			cur := &unstructured.Unstructured{}
-			cur.SetGroupVersionKind(o.GroupVersionKind())
-			if err = cp.Client.Get(ctx, client.ObjectKeyFromObject(o), cur); err == nil {
-				upd := o.DeepCopy()
-				upd.SetResourceVersion(cur.GetResourceVersion())
-				err = cp.Client.Update(ctx, upd)
-			}
-		}
-		if err != nil {
-			t.Fatalf("applying %s %s: %v", o.GetKind(), o.GetName(), err)
-		}
-	}
+	cp.ApplyRBAC(t, ctx, objs)
 }
 
 // rules reads the PolicyRules of a rendered ClusterRole or Role.
@@ -223,84 +193,15 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// startValidate starts validate and returns it with its stderr so far;
-// lines reports each stderr line as it comes.
-type runningValidate struct {
-	cmd    *exec.Cmd
-	stdout bytes.Buffer
-	mu     sync.Mutex
-	stderr strings.Builder
-	lines  chan string
-	done   chan struct{}
-}
-
-func startValidate(t *testing.T, args ...string) *runningValidate {
+// startValidate starts validate in the background (harness.Process).
+func startValidate(t *testing.T, args ...string) *harness.Process {
 	t.Helper()
 	root, err := filepath.Abs(repoRoot)
 	if err != nil {
 		t.Fatal(err)
 	}
 	full := append([]string{"validate", "--kubeconfig", kubeconfig(t), "--root", root, "--benchmark-image", pinnedImage, "--out", t.TempDir()}, args...)
-	r := &runningValidate{cmd: exec.Command(tcpxogenBinary(t), full...), lines: make(chan string, 1000), done: make(chan struct{})}
-	r.cmd.Stdout = &r.stdout
-	pipe, err := r.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer close(r.done)
-		sc := bufio.NewScanner(pipe)
-		for sc.Scan() {
-			r.mu.Lock()
-			r.stderr.WriteString(sc.Text() + "\n")
-			r.mu.Unlock()
-			select {
-			case r.lines <- sc.Text():
-			default:
-			}
-		}
-	}()
-	return r
-}
-
-// await waits for a stderr line containing s.
-func (r *runningValidate) await(t *testing.T, s string, within time.Duration) {
-	t.Helper()
-	deadline := time.After(within)
-	for {
-		select {
-		case l := <-r.lines:
-			if strings.Contains(l, s) {
-				return
-			}
-		case <-r.done:
-			t.Fatalf("validate ended before %q:\n%s", s, r.errors())
-		case <-deadline:
-			t.Fatalf("no %q from validate in %s:\n%s", s, within, r.errors())
-		}
-	}
-}
-
-func (r *runningValidate) errors() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.stderr.String()
-}
-
-// wait returns the exit code once validate has ended and its stderr is read.
-func (r *runningValidate) wait(t *testing.T) int {
-	t.Helper()
-	<-r.done
-	err := r.cmd.Wait()
-	if ee, ok := err.(*exec.ExitError); ok {
-		return ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return 0
+	return harness.StartProcess(t, tcpxogenBinary(t), full...)
 }
 
 // runObjects counts what is left in ns of a benchmark, down to its pods.
@@ -358,7 +259,7 @@ func TestValidateInterrupted(t *testing.T) {
 		ns := namespace(t, ctx, "validate-sigterm")
 		cp.Nodes.SetPlan(ns, running)
 		r := startValidate(t, "--recipe", recipe, "--namespace", ns, "--timeout", "5m")
-		r.await(t, "validate: created TrainJob", time.Minute)
+		r.Await(t, "validate: created TrainJob", time.Minute)
 		waitFor(t, ctx, time.Minute, "the benchmark's pods to run", func() (bool, error) {
 			var pods corev1.PodList
 			if err := cp.Client.List(ctx, &pods, client.InNamespace(ns)); err != nil {
@@ -372,11 +273,9 @@ func TestValidateInterrupted(t *testing.T) {
 			}
 			return n >= 2, nil
 		})
-		if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-		code := r.wait(t)
-		errs := r.errors()
+		r.Signal(t, syscall.SIGTERM)
+		code := r.Wait(t)
+		errs := r.Stderr()
 		t.Logf("stderr:\n%s", errs)
 		if code != 1 {
 			t.Errorf("exit %d after SIGTERM, want 1", code)
@@ -420,18 +319,16 @@ func TestValidateInterrupted(t *testing.T) {
 		ns := namespace(t, ctx, "validate-sigterm-twice")
 		cp.Nodes.SetPlan(ns, running)
 		r := startValidate(t, "--recipe", recipe, "--namespace", ns, "--timeout", "5m")
-		r.await(t, "validate: created TrainJob", time.Minute)
+		r.Await(t, "validate: created TrainJob", time.Minute)
 		// Two different signals, back to back: the kernel merges a
 		// second SIGTERM still pending with the first (standard signals
 		// do not queue), and waiting for the first to be handled would
 		// race the cleanup it starts.
 		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
-			if err := r.cmd.Process.Signal(sig); err != nil {
-				t.Fatal(err)
-			}
+			r.Signal(t, sig)
 		}
-		code := r.wait(t)
-		errs := r.errors()
+		code := r.Wait(t)
+		errs := r.Stderr()
 		t.Logf("stderr:\n%s", errs)
 		if code != 1 {
 			t.Errorf("exit %d, want 1", code)

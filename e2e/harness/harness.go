@@ -176,6 +176,9 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if err := cp.startGarbageCollector(ctx); err != nil {
 		return nil, fmt.Errorf("garbage collector: %w", err)
 	}
+	if err := cp.startNamespaceController(ctx); err != nil {
+		return nil, fmt.Errorf("namespace controller: %w", err)
+	}
 	if err := cp.startJobController(ctx); err != nil {
 		return nil, fmt.Errorf("job controller: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/e2e/harness"
 	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/validators/performance/lifecycle"
 )
 
 const repoRoot = "../.."
@@ -113,7 +115,8 @@ func runValidate(t *testing.T, ctx context.Context, args ...string) (int, string
 }
 
 // trainerLeft lists what of a trainer install is on the cluster: trainer
-// and JobSet CRDs, and any Deployment in the trainer's namespace.
+// and JobSet CRDs, a namespace an install created (the namespace controller
+// removes it once deleted), and any Deployment.
 func trainerLeft(t *testing.T, ctx context.Context) []string {
 	t.Helper()
 	var left []string
@@ -124,6 +127,15 @@ func trainerLeft(t *testing.T, ctx context.Context) []string {
 	for _, c := range crds.Items {
 		if strings.HasSuffix(c.Name, ".trainer.kubeflow.org") || strings.HasSuffix(c.Name, ".jobset.x-k8s.io") {
 			left = append(left, "CRD "+c.Name)
+		}
+	}
+	var nss corev1.NamespaceList
+	if err := cp.Client.List(ctx, &nss); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nss.Items {
+		if n.Labels[lifecycle.InstallIDLabel] != "" {
+			left = append(left, "Namespace "+n.Name+" ("+string(n.Status.Phase)+")")
 		}
 	}
 	var deps appsv1.DeploymentList
@@ -186,14 +198,88 @@ func TestUndeclaredAndAbsent(t *testing.T) {
 	if !strings.Contains(errs, "CustomResourceDefinition") {
 		t.Errorf("validate's report names no CRD it installed or removed")
 	}
-	// Teardown is asynchronous for CRDs (their instances are cleaned up
-	// first): wait for the server to finish it.
+	waitTrainerGone(t, ctx, "validate")
+}
+
+// validateArgs are runValidate's fixed arguments, with the kubeconfig given.
+func validateArgs(t *testing.T, kubeconfig string, args ...string) []string {
+	t.Helper()
+	root, err := filepath.Abs(repoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append([]string{"validate", "--kubeconfig", kubeconfig, "--root", root, "--benchmark-image", pinnedImage, "--out", t.TempDir()}, args...)
+}
+
+// waitTrainerGone waits for the server to finish removing what an install
+// left (CRD deletion is asynchronous: their instances go first).
+func waitTrainerGone(t *testing.T, ctx context.Context, what string) {
+	t.Helper()
 	var left []string
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
 		left = trainerLeft(t, ctx)
 		return len(left) == 0, nil
 	})
 	if err != nil {
-		t.Errorf("validate left the trainer it installed behind: %v", left)
+		t.Errorf("%s left the trainer it installed behind: %v", what, left)
 	}
+}
+
+// TestInstallInterrupted: SIGTERM while validate installs the trainer (it
+// has created the first CRDs, not yet the rest): it stops, deletes what it
+// installed, and leaves nothing of the trainer (issue 25).
+func TestInstallInterrupted(t *testing.T) {
+	ctx := context.Background()
+	ns := prepare(t, ctx)
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := cp.WriteKubeconfig(kc); err != nil {
+		t.Fatal(err)
+	}
+	p := harness.StartProcess(t, cli, validateArgs(t, kc, "--recipe", recipe(t, false), "--namespace", ns, "--timeout", "2m")...)
+	p.Await(t, "created CustomResourceDefinition", time.Minute)
+	p.Signal(t, syscall.SIGTERM)
+	code := p.Wait(t)
+	errs := p.Stderr()
+	t.Logf("exit %d\nstderr:\n%s", code, errs)
+	if code != 1 {
+		t.Errorf("interrupted validate exited %d, want 1", code)
+	}
+	if !strings.Contains(errs, "deleted CustomResourceDefinition") {
+		t.Error("validate's report names no CRD it removed after the signal")
+	}
+	if strings.Contains(errs, "left on the cluster, not cleaned up") {
+		t.Error("validate reports leftovers after a single signal, whose cleanup must complete")
+	}
+	waitTrainerGone(t, ctx, "the interrupted validate")
+}
+
+// TestInstallUnderItsRole: validate's install row run as a ServiceAccount
+// bound to exactly what `render rbac --for validate --install-trainer`
+// prints: every create and delete of the install is allowed (the trainer
+// never becomes ready here, so the run fails on readiness, not on a
+// permission) and the teardown leaves nothing (issue 25).
+func TestInstallUnderItsRole(t *testing.T) {
+	ctx := context.Background()
+	ns := prepare(t, ctx)
+	cp.ApplyRBAC(t, ctx, harness.RenderRBAC(t, cli, "--for", "validate", "--install-trainer", "--namespace", ns))
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := cp.ServiceAccountKubeconfig(ctx, ns, "tcpxogen-validate", kc); err != nil {
+		t.Fatal(err)
+	}
+	p := harness.StartProcess(t, cli, validateArgs(t, kc, "--recipe", recipe(t, false), "--namespace", ns, "--timeout", "15s")...)
+	code := p.Wait(t)
+	errs := p.Stderr()
+	t.Logf("exit %d\nstderr:\n%s", code, errs)
+	if code == 0 {
+		t.Fatal("validate passed with a trainer that never became ready")
+	}
+	for _, refused := range []string{"the API server refused", "forbidden", "Forbidden"} {
+		if strings.Contains(errs, refused) {
+			t.Errorf("validate under its install role was refused a request (%q):\n%s", refused, errs)
+		}
+	}
+	if !strings.Contains(errs, "deleted CustomResourceDefinition") {
+		t.Error("validate's report names no CRD it removed")
+	}
+	waitTrainerGone(t, ctx, "validate under its install role")
 }

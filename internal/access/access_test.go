@@ -16,7 +16,12 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
 	"github.com/tcpxogen/tcpxogen/runtimes"
@@ -179,9 +184,14 @@ func TestRenderHoldsEveryRule(t *testing.T) {
 // forbidden paths, which get the API server's Forbidden Status; it counts
 // what reaches it.
 type fakeServer struct {
-	forbidden map[string]bool
-	mu        sync.Mutex
-	seen      []string
+	// forbidden maps a path to what the authorizer says the identity cannot
+	// do there (`get resource "pods/log" in API group "" ...`).
+	forbidden map[string]string
+	// admissionRefused get the 403 an admission plugin answers with (the
+	// namespace lifecycle's, k8s.io/apiserver plugin/pkg/admission/namespace/lifecycle).
+	admissionRefused map[string]bool
+	mu               sync.Mutex
+	seen             []string
 }
 
 func (s *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -189,9 +199,27 @@ func (s *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.seen = append(s.seen, r.Method+" "+r.URL.Path)
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
-	if s.forbidden[r.URL.Path] {
+	if cannot, ok := s.forbidden[r.URL.Path]; ok {
+		// What the authorizer answers (k8s.io/apiserver
+		// responsewriters.ForbiddenStatusError), in the encoding the client
+		// asked for: client-go's typed clients ask for protobuf.
+		status := apierrors.NewForbidden(schema.GroupResource{Resource: "x"}, "",
+			errors.New(`User "system:serviceaccount:bench:x" cannot `+cannot)).Status()
+		status.APIVersion, status.Kind = "v1", "Status"
+		info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
+		if !strings.Contains(r.Header.Get("Accept"), runtime.ContentTypeProtobuf) || !ok {
+			info, _ = runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
+		}
+		w.Header().Set("Content-Type", info.MediaType)
 		w.WriteHeader(http.StatusForbidden)
-		io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403,"message":"pods \"l-0\" is forbidden: User \"system:serviceaccount:bench:x\" cannot get resource \"pods/log\" in API group \"\" in the namespace \"bench\""}`)
+		if err := info.Serializer.Encode(&status, w); err != nil {
+			panic(err)
+		}
+		return
+	}
+	if s.admissionRefused[r.URL.Path] {
+		w.WriteHeader(http.StatusForbidden)
+		io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403,"message":"trainingruntimes.trainer.kubeflow.org \"b\" is forbidden: unable to create new content in namespace bench because it is being terminated","details":{"causes":[{"reason":"NamespaceTerminating","message":"namespace bench is being terminated","field":"metadata.namespace"}]}}`)
 		return
 	}
 	switch {
@@ -210,7 +238,10 @@ func (s *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // server forbids is explained in RBAC terms with the command that grants
 // it, while the error stays the API server's Forbidden.
 func TestGuardOnAClient(t *testing.T) {
-	srv := &fakeServer{forbidden: map[string]bool{"/api/v1/namespaces/bench/pods/l-0/log": true}}
+	srv := &fakeServer{forbidden: map[string]string{
+		"/api/v1/namespaces/bench/pods/l-0/log": `get resource "pods/log" in API group "" in the namespace "bench"`,
+		"/api/v1/nodes":                         `list resource "nodes" in API group "" at the cluster scope`,
+	}}
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
 	g := NewGuard(bind(t, Validate, "bench"))
@@ -240,6 +271,14 @@ func TestGuardOnAClient(t *testing.T) {
 		t.Fatalf("the forbidden log read: %v", err)
 	}
 	if got := g.Denied(); !slices.Equal(got, []string{"get pods/log l-0 in namespace bench"}) {
+		t.Errorf("denied %q", got)
+	}
+	// The typed clients read their answers as protobuf: the refusal is
+	// recognised in that encoding too.
+	if _, nerr := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(nerr) {
+		t.Fatalf("the forbidden node list: %v", nerr)
+	}
+	if got := g.Denied(); !slices.Equal(got, []string{"get pods/log l-0 in namespace bench", "list nodes (cluster-wide)"}) {
 		t.Errorf("denied %q", got)
 	}
 	explained := g.Explain(err)
@@ -282,5 +321,34 @@ func TestExplainNamesTheRow(t *testing.T) {
 		if !strings.Contains(msg, want) {
 			t.Errorf("the explanation lacks %q:\n%s", want, msg)
 		}
+	}
+}
+
+// A 403 that is not the authorizer's (here the namespace lifecycle
+// admission plugin's, for a namespace being deleted) is not a missing
+// permission: the guard does not explain it as one, and the client still
+// gets the server's whole answer.
+func TestGuardIgnoresAdmissionRefusals(t *testing.T) {
+	path := "/apis/trainer.kubeflow.org/v1alpha1/namespaces/bench/trainingruntimes"
+	srv := &fakeServer{admissionRefused: map[string]bool{path: true}}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	g := NewGuard(bind(t, Validate, "bench"))
+	cfg := &rest.Config{Host: ts.URL}
+	g.Wrap(cfg)
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainingRuntime", "metadata": map[string]any{"name": "b"}}}
+	_, err = dyn.Resource(schema.GroupVersionResource{Group: "trainer.kubeflow.org", Version: "v1alpha1", Resource: "trainingruntimes"}).Namespace("bench").Create(context.Background(), obj, metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "being terminated") {
+		t.Fatalf("the refused create: %v; want the server's own Forbidden, body intact", err)
+	}
+	if got := g.Denied(); len(got) != 0 {
+		t.Errorf("an admission refusal recorded as a missing permission: %q", got)
+	}
+	if explained := g.Explain(err); explained != err {
+		t.Errorf("an admission refusal explained as RBAC:\n%v", explained)
 	}
 }

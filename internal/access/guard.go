@@ -1,16 +1,21 @@
 package access
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	rbacvalidation "k8s.io/component-helpers/auth/rbac/validation"
 )
@@ -156,11 +161,45 @@ func (t *guardedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, b.Check(req)
 	}
 	resp, err := t.next.RoundTrip(r)
-	if err == nil && resp.StatusCode == http.StatusForbidden {
+	if err == nil && resp.StatusCode == http.StatusForbidden && authorizerRefused(resp, info.Verb) {
 		t.g.record(req, rule)
 	}
 	return resp, err
 }
+
+// maxStatusBody bounds how much of a 403's body is read to tell who refused
+// the request; an API server's Status is a few hundred bytes.
+const maxStatusBody = 64 << 10
+
+// authorizerRefused tells an authorization refusal, which a role can
+// grant, from the other 403s the API server sends: admission refusals (a
+// namespace being terminated, a webhook or policy that denies, a quota), for
+// which suggesting RBAC would mislead. The authorizer's refusal is the one
+// whose message is k8s.io/apiserver's forbiddenMessage (responsewriters):
+// `User "NAME" cannot VERB resource ...` (or `path`). The body is read
+// bounded and put back for the client.
+func authorizerRefused(resp *http.Response, verb string) bool {
+	if resp.Body == nil {
+		return false
+	}
+	head, err := io.ReadAll(io.LimitReader(resp.Body, maxStatusBody))
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+	if err != nil {
+		return false
+	}
+	// JSON or protobuf, whichever the client asked for (client-go's typed
+	// clients ask for protobuf).
+	var status metav1.Status
+	if _, _, err := scheme.Codecs.UniversalDeserializer().Decode(head, nil, &status); err != nil {
+		return false
+	}
+	return authorizerMessage.MatchString(status.Message) && strings.Contains(status.Message, " cannot "+verb+" ")
+}
+
+var authorizerMessage = regexp.MustCompile(`User ".*" cannot [a-z]+ (resource|path) "`)
 
 func (g *Guard) record(req Request, rule boundRule) {
 	g.mu.Lock()

@@ -18,10 +18,12 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -306,4 +308,63 @@ func TestInterruptedRunOnAPIServer(t *testing.T) {
 	if err != nil || got.Labels[InstallIDLabel] != "" {
 		t.Errorf("the pre-existing JobSet CRD was deleted or adopted: %v, labels %v", err, got.GetLabels())
 	}
+}
+
+// dropReplies loses the answer to every create the server carries out while
+// drop is set: the request reaches the server and is committed, and the
+// client sees a broken connection, as under load when the run's timeout
+// fires first (e2e/README.md, the notrainer install row).
+type dropReplies struct {
+	next http.RoundTripper
+	drop atomic.Bool
+}
+
+func (d *dropReplies) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := d.next.RoundTrip(req)
+	if err != nil || req.Method != http.MethodPost || !d.drop.Load() {
+		return resp, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return nil, errors.New("read: connection reset by peer")
+}
+
+// A create whose answer is lost on a real server still ends up in the
+// teardown: the Applier reads the object back, sees the install's label and
+// records its UID, so the plan deletes it like any object it created.
+func TestLostCreateAnswerOnAPIServer(t *testing.T) {
+	cfg := startAPIServer(t)
+	crds, err := apiextensionsclient.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lossy := rest.CopyConfig(cfg)
+	var drop *dropReplies
+	lossy.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		drop = &dropReplies{next: rt}
+		return drop
+	})
+	a, _ := newApplier(t, lossy, crds)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	p, err := NewPlan(Decide(false, Missing), func() ([]*unstructured.Unstructured, error) { return trainerObjects(t), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	drop.drop.Store(true)
+	err = p.Run(ctx, a, func(ctx context.Context) error {
+		drop.drop.Store(false)
+		list, err := crds.ApiextensionsV1().CustomResourceDefinitions().List(ctx, metav1.ListOptions{LabelSelector: InstallIDLabel + "=" + p.InstallID})
+		if err != nil {
+			return err
+		}
+		if len(list.Items) != 4 {
+			t.Errorf("%d CRDs of the install during the benchmark, want 4", len(list.Items))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Run = %v; want every lost create confirmed", err)
+	}
+	terminating(ctx, t, crds, nil)
 }

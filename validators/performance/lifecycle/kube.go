@@ -122,6 +122,9 @@ type DynamicApplier struct {
 	// created is served, and listed in discovery, only once it is
 	// Established, which takes a moment. Zero tries once after one reset.
 	DiscoveryTimeout time.Duration
+	// ConfirmTimeout bounds the read-back of a create whose answer was
+	// lost; zero means DefaultConfirmTimeout.
+	ConfirmTimeout time.Duration
 }
 
 // discoveryRetryInterval paces the retries of an unknown kind; each retry
@@ -153,11 +156,79 @@ func (a *DynamicApplier) Apply(ctx context.Context, obj *unstructured.Unstructur
 	if apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("%s: %w", describe(obj), ErrAlreadyExists)
 	}
+	if err != nil && !definitive(err) {
+		return a.confirm(ctx, ri, obj, err)
+	}
 	if err != nil {
 		return err
 	}
 	obj.SetUID(created.GetUID())
 	return nil
+}
+
+// definitive tells a create the server refused (a 4xx Status: it stored
+// nothing) from one whose outcome is unknown: the reply was lost (a
+// client-side timeout, a broken connection) or the server failed or timed
+// out after it may have stored the object. Only the latter needs confirming.
+func definitive(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	code := status.Status().Code
+	return code >= 400 && code < 500 && !apierrors.IsTimeout(err)
+}
+
+// DefaultConfirmTimeout bounds, when DynamicApplier.ConfirmTimeout is zero,
+// how long Apply reads back a create whose reply was lost. It runs on a
+// context without the caller's cancellation: the reply is typically lost
+// because that context expired, and the object may exist all the same.
+const DefaultConfirmTimeout = 15 * time.Second
+
+// confirm settles a create whose outcome is unknown by reading the object
+// back: there and carrying every label Apply sent (the caller stamps a
+// run-unique one), it is this run's, so its UID is recorded and the create
+// counts as done; there without them, it is someone else's (ErrAlreadyExists);
+// absent, the create did not happen and cause is the answer. When even the
+// read fails, the error wraps ErrUnconfirmed: the caller must treat the
+// object as possibly created and delete it in its cleanup, which Delete does
+// only after the same ownership check.
+func (a *DynamicApplier) confirm(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured, cause error) error {
+	timeout := a.ConfirmTimeout
+	if timeout <= 0 {
+		timeout = DefaultConfirmTimeout
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	var got *unstructured.Unstructured
+	var gerr error
+	_ = wait.PollUntilContextCancel(cctx, discoveryRetryInterval, true, func(ctx context.Context) (bool, error) {
+		got, gerr = ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
+		return gerr == nil || apierrors.IsNotFound(gerr) || definitive(gerr), nil
+	})
+	switch {
+	case gerr == nil && owns(obj, got):
+		obj.SetUID(got.GetUID())
+		return nil
+	case gerr == nil:
+		return fmt.Errorf("%s: its create got no answer (%v) and the object there does not carry this run's labels: %w", describe(obj), cause, ErrAlreadyExists)
+	case apierrors.IsNotFound(gerr):
+		return cause
+	}
+	return fmt.Errorf("%s: its create got no answer (%w) and reading it back failed (%v), so it may exist: %w", describe(obj), cause, gerr, ErrUnconfirmed)
+}
+
+// owns tells whether the stored object is the one sent: every label sent is
+// on it with the same value. Callers stamp a run-unique label (the install
+// ID, the validation run), so a same-named object of anyone else fails.
+func owns(sent, stored *unstructured.Unstructured) bool {
+	have := stored.GetLabels()
+	for k, v := range sent.GetLabels() {
+		if got, ok := have[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
 }
 
 // Delete implements Applier. The UID precondition makes sure the object
@@ -168,8 +239,24 @@ func (a *DynamicApplier) Delete(ctx context.Context, obj *unstructured.Unstructu
 	if err != nil {
 		return err
 	}
+	uid := obj.GetUID()
+	if uid == "" {
+		// No UID was recorded (a create whose answer was lost): delete what
+		// is there only if it carries the labels this run stamped, and then
+		// that very object.
+		stored, gerr := ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(gerr):
+			return nil
+		case gerr != nil:
+			return fmt.Errorf("%s: reading it back before deleting it: %w", describe(obj), gerr)
+		case !owns(obj, stored):
+			return fmt.Errorf("%s does not carry the labels this run stamped, so it is not the validator's and is left alone", describe(obj))
+		}
+		uid = stored.GetUID()
+	}
 	opts := metav1.DeleteOptions{PropagationPolicy: new(metav1.DeletePropagationForeground)}
-	if uid := obj.GetUID(); uid != "" {
+	if uid != "" {
 		opts.Preconditions = &metav1.Preconditions{UID: &uid}
 	}
 	err = ri.Delete(ctx, obj.GetName(), opts)

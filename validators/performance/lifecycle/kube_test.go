@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
@@ -197,3 +199,122 @@ func TestDynamicApplierDeleteGuardsUID(t *testing.T) {
 
 var _ Applier = (*DynamicApplier)(nil)
 var _ Cluster = KubeCluster{}
+
+// lostReply makes the fake server store the namespace a create names but
+// answer with a transport error, as a client timeout or a dropped
+// connection does after the server committed the create.
+func lostReply(client *dynamicfake.FakeDynamicClient, store bool) {
+	client.PrependReactor("create", "namespaces", func(act k8stesting.Action) (bool, runtime.Object, error) {
+		if store {
+			obj := act.(k8stesting.CreateAction).GetObject().(*unstructured.Unstructured).DeepCopy()
+			obj.SetUID("uid-assigned-by-the-server")
+			if err := client.Tracker().Create(nsGVR, obj, ""); err != nil {
+				return true, nil, err
+			}
+		}
+		return true, nil, errors.New("http2: client connection lost")
+	})
+}
+
+func stamped(name, run string) *unstructured.Unstructured {
+	o := object("v1", "Namespace", "", name)
+	o.SetLabels(map[string]string{InstallIDLabel: run})
+	return o
+}
+
+func TestDynamicApplierConfirmsALostCreate(t *testing.T) {
+	t.Run("stored: counted as created, with the server's UID", func(t *testing.T) {
+		client := newDynamic()
+		lostReply(client, true)
+		a := &DynamicApplier{Client: client, Mapper: newMapper(true), ConfirmTimeout: time.Second}
+		obj := stamped("ns", "run-1")
+		if err := a.Apply(context.Background(), obj); err != nil {
+			t.Fatalf("Apply = %v; want the lost create confirmed", err)
+		}
+		if obj.GetUID() != "uid-assigned-by-the-server" {
+			t.Errorf("UID %q: Delete would not guard the object it confirmed", obj.GetUID())
+		}
+	})
+	t.Run("not stored: the transport error", func(t *testing.T) {
+		client := newDynamic()
+		lostReply(client, false)
+		a := &DynamicApplier{Client: client, Mapper: newMapper(true), ConfirmTimeout: time.Second}
+		err := a.Apply(context.Background(), stamped("ns", "run-1"))
+		if err == nil || errors.Is(err, ErrUnconfirmed) || !strings.Contains(err.Error(), "connection lost") {
+			t.Errorf("Apply = %v; want the create's own error (nothing was stored)", err)
+		}
+	})
+	t.Run("someone else's object there: kept, not adopted", func(t *testing.T) {
+		client := newDynamic()
+		if err := client.Tracker().Create(nsGVR, stamped("ns", "another-run"), ""); err != nil {
+			t.Fatal(err)
+		}
+		lostReply(client, false)
+		a := &DynamicApplier{Client: client, Mapper: newMapper(true), ConfirmTimeout: time.Second}
+		if err := a.Apply(context.Background(), stamped("ns", "run-1")); !errors.Is(err, ErrAlreadyExists) {
+			t.Errorf("Apply = %v; want ErrAlreadyExists", err)
+		}
+	})
+	t.Run("read-back fails too: unconfirmed", func(t *testing.T) {
+		client := newDynamic()
+		lostReply(client, true)
+		client.PrependReactor("get", "namespaces", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, errors.New("dial tcp: i/o timeout")
+		})
+		a := &DynamicApplier{Client: client, Mapper: newMapper(true), ConfirmTimeout: time.Second}
+		err := a.Apply(context.Background(), stamped("ns", "run-1"))
+		if !errors.Is(err, ErrUnconfirmed) || !strings.Contains(err.Error(), "Namespace ns") {
+			t.Errorf("Apply = %v; want ErrUnconfirmed naming the object", err)
+		}
+	})
+	t.Run("a refusal is final: no read-back", func(t *testing.T) {
+		client := newDynamic()
+		client.PrependReactor("create", "namespaces", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, "ns", errors.New("denied"))
+		})
+		a := &DynamicApplier{Client: client, Mapper: newMapper(true), ConfirmTimeout: time.Second}
+		if err := a.Apply(context.Background(), stamped("ns", "run-1")); !apierrors.IsForbidden(err) {
+			t.Errorf("Apply = %v; want the Forbidden itself", err)
+		}
+		for _, act := range client.Actions() {
+			if act.GetVerb() == "get" {
+				t.Errorf("a refused create was read back: %v", act)
+			}
+		}
+	})
+}
+
+// Without a recorded UID (an unconfirmed create), Delete deletes only the
+// object that carries the run's labels, by its UID.
+func TestDynamicApplierDeletesAnUnconfirmedObjectOnlyIfItIsTheRuns(t *testing.T) {
+	client := newDynamic()
+	theirs := stamped("theirs", "another-run")
+	theirs.SetUID("uid-theirs")
+	ours := stamped("ours", "run-1")
+	ours.SetUID("uid-ours")
+	for _, o := range []*unstructured.Unstructured{theirs, ours} {
+		if err := client.Tracker().Create(nsGVR, o, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := &DynamicApplier{Client: client, Mapper: newMapper(true)}
+	if err := a.Delete(context.Background(), stamped("theirs", "run-1")); err == nil || !strings.Contains(err.Error(), "left alone") {
+		t.Errorf("Delete of another run's same-named object = %v; want it left alone", err)
+	}
+	if _, err := client.Tracker().Get(nsGVR, "", "theirs"); err != nil {
+		t.Errorf("another run's object was deleted: %v", err)
+	}
+	if err := a.Delete(context.Background(), stamped("ours", "run-1")); err != nil {
+		t.Fatalf("Delete of the run's own object: %v", err)
+	}
+	if _, err := client.Tracker().Get(nsGVR, "", "ours"); !apierrors.IsNotFound(err) {
+		t.Errorf("the run's object is still there: %v", err)
+	}
+	for _, act := range client.Actions() {
+		if d, ok := act.(k8stesting.DeleteActionImpl); ok {
+			if pc := d.DeleteOptions.Preconditions; pc == nil || pc.UID == nil || *pc.UID != "uid-ours" {
+				t.Errorf("deleted without the stored object's UID as precondition: %+v", d.DeleteOptions)
+			}
+		}
+	}
+}

@@ -20,15 +20,24 @@ type Applier interface {
 	// it returns an error wrapping ErrAlreadyExists instead, because the
 	// executor must not adopt (and later delete) what it did not create. On
 	// success it may record the server-assigned UID in obj, which Delete
-	// then uses as a precondition.
+	// then uses as a precondition. A create whose answer was lost and could
+	// not be settled by reading the object back wraps ErrUnconfirmed: the
+	// object may exist and belongs in the caller's cleanup.
 	Apply(ctx context.Context, obj *unstructured.Unstructured) error
 	// Delete deletes obj (with foreground propagation); an object that is
-	// already gone is not an error.
+	// already gone is not an error. Without a recorded UID it deletes only
+	// an object carrying every label obj has.
 	Delete(ctx context.Context, obj *unstructured.Unstructured) error
 }
 
 // ErrAlreadyExists is wrapped by Applier.Apply when the object exists.
 var ErrAlreadyExists = errors.New("object already exists")
+
+// ErrUnconfirmed is wrapped by Applier.Apply when a create got no answer and
+// reading the object back failed too: it may exist, so the caller records it
+// for its cleanup like a created object (Delete checks it is the caller's
+// before deleting it).
+var ErrUnconfirmed = errors.New("the create may have happened")
 
 var (
 	// ErrTeardown is wrapped when objects the validator installed could not
@@ -73,8 +82,9 @@ type Plan struct {
 
 // Event is one step of Run.
 type Event struct {
-	// Step is "created", "kept" (it already existed, so it is neither
-	// changed nor deleted), "deleted" or "delete-failed".
+	// Step is "created" (with Err wrapping ErrUnconfirmed when the create
+	// got no answer and may have happened), "kept" (it already existed, so
+	// it is neither changed nor deleted), "deleted" or "delete-failed".
 	Step   string
 	Object string // "Kind namespace/name"
 	// Obj is the object itself, for a record of what is on the cluster.
@@ -177,6 +187,12 @@ func (p Plan) Run(ctx context.Context, a Applier, body func(ctx context.Context)
 		switch aerr := a.Apply(ctx, o); {
 		case errors.Is(aerr, ErrAlreadyExists):
 			p.emit(Event{Step: "kept", Object: describe(o), Obj: o, Err: aerr})
+		case errors.Is(aerr, ErrUnconfirmed):
+			// Recorded as created, so the teardown (and a second signal's
+			// report) covers it; the install stops here all the same.
+			installed = append(installed, o)
+			p.emit(Event{Step: "created", Object: describe(o), Obj: o, Err: aerr})
+			return fmt.Errorf("installing the trainer: creating %s: %w", describe(o), aerr)
 		case aerr != nil:
 			return fmt.Errorf("installing the trainer: creating %s: %w", describe(o), aerr)
 		default:

@@ -383,3 +383,29 @@ func TestRunWaitsForReadiness(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A create whose answer was lost and could not be read back may have
+// happened: the plan records it, so the teardown deletes it (the Applier's
+// Delete checks it is the run's first), and the event says it is unconfirmed.
+func TestRunTearsDownAnUnconfirmedCreate(t *testing.T) {
+	lost := fmt.Errorf("creating: http2: client connection lost: %w", ErrUnconfirmed)
+	a := &recorder{applyErr: map[string]error{nsObj: lost}}
+	p := installPlan(t)
+	var events []Event
+	p.Events = func(e Event) { events = append(events, e) }
+	err := p.Run(context.Background(), a, func(context.Context) error {
+		t.Error("body ran after an unconfirmed install step")
+		return nil
+	})
+	if !errors.Is(err, ErrUnconfirmed) || !strings.Contains(err.Error(), "creating "+nsObj) {
+		t.Fatalf("Run = %v; want the unconfirmed create naming the object", err)
+	}
+	want := []string{"apply " + crdObj, "apply " + nsObj, "delete " + nsObj, "delete " + crdObj}
+	if got := a.log(); !slices.Equal(got, want) {
+		t.Errorf("calls\n%v\nwant\n%v", got, want)
+	}
+	i := slices.IndexFunc(events, func(e Event) bool { return e.Object == nsObj && e.Step == "created" })
+	if i < 0 || !errors.Is(events[i].Err, ErrUnconfirmed) {
+		t.Errorf("no unconfirmed created event for %s: %+v", nsObj, events)
+	}
+}

@@ -95,6 +95,13 @@ func (v *validation) benchmark(ctx context.Context, cl *Clients, s streams) (err
 			return nil, err
 		}
 		if err := cl.Applier.Apply(ctx, u); err != nil {
+			if errors.Is(err, lifecycle.ErrUnconfirmed) {
+				// It may exist: the deferred cleanup and the leftovers
+				// report cover it (Delete checks it carries this run's
+				// label first).
+				created = append(created, u)
+				v.left.add(u)
+			}
 			return nil, fmt.Errorf("creating %s: %w", describe(u), err)
 		}
 		created = append(created, u)
