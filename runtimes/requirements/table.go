@@ -7,6 +7,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/validators/performance/derive"
 )
 
 // Row is one required element: where it must appear, what its leaves must
@@ -99,6 +100,8 @@ func Table(in *runtimes.Inputs) ([]Row, error) {
 		launcher.row(Image, worker+".image", is(in.BOM.Images.Installer.Reference),
 			srcNCCLTest+": mpirun runs from the installer image", byDerive),
 	)
+	rows = append(rows, launcher.row(Limit, worker+".args["+derive.RankPrelude+"]", nil,
+		srcMPIEntry+": `ulimit -n 1048576` before the benchmark in every rank", byDerive))
 	for _, e := range env {
 		rows = append(rows, launcher.row(Env, worker+".env[name="+e.name+"]", map[string]string{".value": e.value}, e.source+"; "+srcTrainerMPI, e.by+", copied to the launcher by "+byDerive))
 	}
