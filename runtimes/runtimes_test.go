@@ -129,8 +129,13 @@ func TestWiring(t *testing.T) {
 	if d.Name != DaemonContainer || d.Image != tcpxo.DaemonImage || d.RestartPolicy == nil || *d.RestartPolicy != corev1.ContainerRestartPolicyAlways {
 		t.Errorf("daemon sidecar: %+v", d)
 	}
-	if slices.ContainsFunc(d.Args, func(a string) bool { return strings.HasPrefix(a, "--num_nics") }) {
-		t.Error("the retired --num_nics flag is set")
+	// Release notes: --num_nics retired; round-3 facts (daemon >= v1.0.21):
+	// --uid and --alsologtostderr retired, --enforce_kernel_ipv6_support
+	// makes the daemon exit.
+	for _, flag := range []string{"--num_nics", "--uid", "--alsologtostderr", "--enforce_kernel_ipv6_support"} {
+		if slices.ContainsFunc(d.Args, func(a string) bool { return a == flag || strings.HasPrefix(a, flag+"=") }) {
+			t.Errorf("the daemon gets %s, which daemon %s retired or rejects", flag, tcpxo.DaemonVersion)
+		}
 	}
 	if d.StartupProbe == nil || !slices.Contains(d.StartupProbe.Exec.Command, HealthCheckFile) || envMap(d.Env)["HEALTH_CHECK_LOG_FILE"] != HealthCheckFile {
 		t.Error("daemon readiness: startup probe and HEALTH_CHECK_LOG_FILE must agree")
