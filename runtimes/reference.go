@@ -79,7 +79,10 @@ func Reference(rt *trainer.ClusterTrainingRuntime, overrides *bom.Overrides, plu
 		q := node.Resources.Limits[corev1.ResourceName(name)]
 		add("resource", name, q.String()+" (limits and requests)")
 	}
-	reasons := map[string]string{}
+	reasons := map[string]string{
+		EnvLibDir: "the profile's input, not one of its exports: Google's README (NCCL configs) has workloads set it and " +
+			"`source ${NCCL_LIB_DIR}/nccl-env-profile.sh`; NCCL itself does not read it",
+	}
 	for _, ov := range overrides.Overrides {
 		reasons[ov.Name] = fmt.Sprintf("reviewed override (%s): %s", ov.Action, ov.Reason)
 	}

@@ -89,8 +89,20 @@ func TestWorkerEnvIsProfilePlusOverrides(t *testing.T) {
 			if env["NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY"] != ApertureDevices {
 				t.Error("non-privileged LLCM directory override missing")
 			}
-			if len(env) != len(prof)+1 {
-				t.Errorf("env has %d variables, want the profile's %d plus one reviewed addition", len(env), len(prof))
+			// Google's README ("NCCL configs") has a workload set
+			// NCCL_LIB_DIR="/usr/local/nvidia/lib64" and source the profile
+			// from it; the value is the generated library dir.
+			if got := env[EnvLibDir]; got != "/usr/local/nvidia/lib64" {
+				t.Errorf("NCCL_LIB_DIR = %q, want Google's /usr/local/nvidia/lib64", got)
+			}
+			if got := env[EnvLibDir]; got != tcpxo.LibDir {
+				t.Errorf("NCCL_LIB_DIR = %q, want the generated library dir %s", got, tcpxo.LibDir)
+			}
+			if e := pod.Spec.Containers[0].Env; len(e) == 0 || e[0].Name != EnvLibDir {
+				t.Errorf("NCCL_LIB_DIR is not first: %v", e)
+			}
+			if len(env) != len(prof)+2 {
+				t.Errorf("env has %d variables, want the profile's %d plus one reviewed addition and NCCL_LIB_DIR", len(env), len(prof))
 			}
 		})
 	}
@@ -117,8 +129,13 @@ func TestWiring(t *testing.T) {
 	if d.Name != DaemonContainer || d.Image != tcpxo.DaemonImage || d.RestartPolicy == nil || *d.RestartPolicy != corev1.ContainerRestartPolicyAlways {
 		t.Errorf("daemon sidecar: %+v", d)
 	}
-	if slices.ContainsFunc(d.Args, func(a string) bool { return strings.HasPrefix(a, "--num_nics") }) {
-		t.Error("the retired --num_nics flag is set")
+	// Release notes: --num_nics retired; round-3 facts (daemon >= v1.0.21):
+	// --uid and --alsologtostderr retired, --enforce_kernel_ipv6_support
+	// makes the daemon exit.
+	for _, flag := range []string{"--num_nics", "--uid", "--alsologtostderr", "--enforce_kernel_ipv6_support"} {
+		if slices.ContainsFunc(d.Args, func(a string) bool { return a == flag || strings.HasPrefix(a, flag+"=") }) {
+			t.Errorf("the daemon gets %s, which daemon %s retired or rejects", flag, tcpxo.DaemonVersion)
+		}
 	}
 	if d.StartupProbe == nil || !slices.Contains(d.StartupProbe.Exec.Command, HealthCheckFile) || envMap(d.Env)["HEALTH_CHECK_LOG_FILE"] != HealthCheckFile {
 		t.Error("daemon readiness: startup probe and HEALTH_CHECK_LOG_FILE must agree")
@@ -209,7 +226,7 @@ func TestReferenceExplainsEveryElement(t *testing.T) {
 			t.Errorf("%s %s has no reason: add it to the why table", r.Kind, r.Name)
 		}
 	}
-	if kinds["annotation"] != 3 || kinds["sidecar"] != 1 || kinds["volume"] != 5 || kinds["env"] != len(in.Facts.DefaultProfile)+1 {
+	if kinds["annotation"] != 3 || kinds["sidecar"] != 1 || kinds["volume"] != 5 || kinds["env"] != len(in.Facts.DefaultProfile)+2 {
 		t.Errorf("reference rows by kind: %v", kinds)
 	}
 	ns := Namespaced(rt, "team-a", "mine")

@@ -109,12 +109,25 @@ func (in *Inputs) WorkerEnv(profile string) ([]corev1.EnvVar, error) {
 	if err != nil {
 		return nil, fmt.Errorf("apply reviewed overrides to the %s profile of installer %s: %w", profile, in.Facts.PluginVersion, err)
 	}
-	out := make([]corev1.EnvVar, len(env))
-	for i, v := range env {
-		out[i] = corev1.EnvVar{Name: v.Name, Value: v.Value}
+	// NCCL_LIB_DIR first: it is the profile's input, not one of its exports
+	// (so no override carries it), and Google's README ("NCCL configs")
+	// tells workloads to set it and `source ${NCCL_LIB_DIR}/nccl-env-profile.sh`;
+	// without it that command fails. The value is the generated library dir,
+	// the one the profiles were evaluated with.
+	out := make([]corev1.EnvVar, 0, len(env)+1)
+	out = append(out, corev1.EnvVar{Name: EnvLibDir, Value: in.Facts.LibDir})
+	for _, v := range env {
+		if v.Name == EnvLibDir {
+			return nil, fmt.Errorf("bom/overrides.yaml sets %s, which tcpxogen derives from the generated library dir %s: remove that entry", EnvLibDir, in.Facts.LibDir)
+		}
+		out = append(out, corev1.EnvVar{Name: v.Name, Value: v.Value})
 	}
 	return out, nil
 }
+
+// EnvLibDir names the directory of the installed plugin, tuner, guest config
+// and profile scripts inside a workload (the installer's profile requires it).
+const EnvLibDir = "NCCL_LIB_DIR"
 
 func (o *Options) defaults(in *Inputs) error {
 	if o.Interfaces.IsZero() {

@@ -47,7 +47,10 @@ const (
 	HealthCheckFile = "/run/health-check"
 
 	// DaemonHops is the daemon's only flag: --num_nics was retired in
-	// v1.0.14/v1.0.20 (accepted, no effect) and is deliberately absent.
+	// v1.0.14/v1.0.20 (accepted, no effect) and is deliberately absent, as
+	// are --uid and --alsologtostderr (retired from v1.0.21) and
+	// --enforce_kernel_ipv6_support (the v1.0.21 daemon exits on it); bom-check's
+	// no-retired-daemon-flags holds the goldens to that.
 	DaemonHops = "--num_hops=2"
 )
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/internal/emit"
+	"github.com/tcpxogen/tcpxogen/internal/excerpt"
 	"github.com/tcpxogen/tcpxogen/internal/extract"
 	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/facts"
@@ -44,7 +45,7 @@ func Checks() []Check {
 		{"benchmark-wiring-matches", "the benchmark runtime's wiring equals the shipped runtime's", checkBenchmarkWiring},
 		requirementsCheck,
 		{"generated-output-reproducible", "re-extracting from the recorded source reproduces the generated code and goldens", checkReproducible},
-		{"no-retired-daemon-flags", "no tcpxo-daemon argument is a flag the release notes retired", checkRetiredFlags},
+		{"no-retired-daemon-flags", "no tcpxo-daemon argument is a flag the pinned daemon retired or rejects", checkRetiredFlags},
 		{"trainer-version-matches-gomod", "the BOM's trainer version is the one go.mod links", checkTrainerVersion},
 		{"daemon-invocation-runs-image-script", "the shipped tcpxo-daemon command runs the entry script the daemon image carries", checkDaemonInvocation},
 		{"shipped-env-keeps-the-fabric", "the shipped env of every profile, overrides applied, keeps the guest config's rules and the fabric settings", checkKeepsFabric},
@@ -457,20 +458,49 @@ func checkReproducible(ctx context.Context, t *Tree) Result {
 	return pass("%s and %d goldens and generated pages reproduce byte for byte from %s (%d network requests)", GeneratedFile, len(rendered), spec.Raw, stats.Snapshot().Requests)
 }
 
-// retiredDaemonFlags are flags the release notes retired: still accepted,
-// no effect, so setting one signals a transcription from stale docs.
-var retiredDaemonFlags = []struct{ flag, note string }{
-	{"--num_nics", "retired in installer v1.0.14 / daemon v1.0.20 (accepted, no effect)"},
+// daemonFlags are tcpxo-daemon flags a release retired or rejects, from
+// the daemon release (from, "" for every pinned one) that does. Sources:
+// Google's release notes for --num_nics; the round-3 facts (NVCRE's
+// catalog, daemon >= v1.0.21) for the others.
+var daemonFlags = []struct {
+	flag, from string
+	// fatal: the daemon exits at start on it, not merely ignores it.
+	fatal bool
+	note  string
+}{
+	{"--num_nics", "", false, "retired in installer v1.0.14 / daemon v1.0.20 (accepted, no effect)"},
+	{"--uid", "v1.0.21", false, "retired from daemon v1.0.21 (the daemon logs an error; the flag has no effect)"},
+	{"--alsologtostderr", "v1.0.21", false, "retired from daemon v1.0.21 (the daemon logs an error; the flag has no effect)"},
+	{"--enforce_kernel_ipv6_support", "v1.0.21", true, "rejected from daemon v1.0.21: the daemon exits before its receive path starts, so the pod never reaches the fabric"},
+}
+
+// daemonAtLeast reports whether the pinned daemon tag is at least from. An
+// unreadable tag applies every rule: a flag is refused rather than let by.
+func daemonAtLeast(pinned, from string) bool {
+	if from == "" {
+		return true
+	}
+	var a, b [3]int
+	if _, err := fmt.Sscanf(pinned, "v%d.%d.%d", &a[0], &a[1], &a[2]); err != nil {
+		return true
+	}
+	if _, err := fmt.Sscanf(from, "v%d.%d.%d", &b[0], &b[1], &b[2]); err != nil {
+		return true
+	}
+	return slices.Compare(a[:], b[:]) >= 0
 }
 
 func checkRetiredFlags(_ context.Context, t *Tree) Result {
 	files := ManifestFiles
 	var problems []string
-	daemonRepo := ""
+	daemonRepo, daemonTag := "", ""
 	if t.BOM != nil {
 		daemonRepo = t.BOM.Images.Daemon.Repository()
 	}
-	n := 0
+	if t.Generated != nil {
+		daemonTag = t.Generated.DaemonVersion
+	}
+	n, fatal := 0, false
 	for _, m := range t.Manifests {
 		for _, o := range m.Objects {
 			walkContainers(o.Object, func(c map[string]any, where string) {
@@ -480,9 +510,13 @@ func checkRetiredFlags(_ context.Context, t *Tree) Result {
 				}
 				n++
 				for _, arg := range append(stringList(c["command"]), stringList(c["args"])...) {
-					for _, rf := range retiredDaemonFlags {
-						if arg == rf.flag || strings.HasPrefix(arg, rf.flag+"=") || strings.Contains(arg, " "+rf.flag) {
-							problems = append(problems, fmt.Sprintf("%s %s/%s %s: %q is %s", m.Path, o.GetKind(), o.GetName(), where, arg, rf.note))
+					for _, df := range daemonFlags {
+						if !daemonAtLeast(daemonTag, df.from) {
+							continue
+						}
+						if arg == df.flag || strings.HasPrefix(arg, df.flag+"=") || strings.Contains(arg, " "+df.flag) {
+							fatal = fatal || df.fatal
+							problems = append(problems, fmt.Sprintf("%s %s/%s %s: %s is %s", m.Path, o.GetKind(), o.GetName(), where, excerpt.Quote(arg), df.note))
 						}
 					}
 				}
@@ -490,9 +524,13 @@ func checkRetiredFlags(_ context.Context, t *Tree) Result {
 		}
 	}
 	if len(problems) > 0 {
-		return fail(files, "remove the retired flag from the daemon builder and "+regenerate, "%s", strings.Join(problems, "; "))
+		fix := "remove the retired flag from the daemon builder (runtimes/wiring.go, whose only daemon flag is " + runtimes.DaemonHops + ") and " + regenerate
+		if fatal {
+			fix = "remove the rejected flag from the daemon builder (runtimes/wiring.go, whose only daemon flag is " + runtimes.DaemonHops + ") and " + regenerate
+		}
+		return fail(files, fix, "%s", strings.Join(problems, "; "))
 	}
-	return pass("%d daemon containers, no retired flags", n)
+	return pass("%d daemon containers, no retired or rejected flags (daemon %s)", n, daemonTag)
 }
 
 func stringList(v any) []string {

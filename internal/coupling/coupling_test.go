@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
 	"github.com/tcpxogen/tcpxogen/internal/atomicfile"
 	"github.com/tcpxogen/tcpxogen/internal/docgen"
 	"github.com/tcpxogen/tcpxogen/internal/emit"
@@ -323,6 +324,44 @@ func TestRetiredDaemonFlagFails(t *testing.T) {
 	root := copyRepo(t)
 	edit(t, root, runtimes.GoldenRuntime, "- --num_hops=2", "- --num_hops=2\n                  - --num_nics=8")
 	assertFails(t, check(t, root), "no-retired-daemon-flags", "--num_nics=8", "retired")
+}
+
+// The round-3 facts (NVCRE's catalog, daemon >= v1.0.21): --uid and
+// --alsologtostderr are retired (an error is logged, no effect);
+// --enforce_kernel_ipv6_support is rejected and the daemon exits before its
+// receive path. The pinned daemon is v1.0.21, so each fails the check.
+func TestDaemonFlagsOfV1021Fail(t *testing.T) {
+	if tcpxo.DaemonVersion != "v1.0.21" {
+		t.Skipf("the pinned daemon is %s; these cases are written for v1.0.21", tcpxo.DaemonVersion)
+	}
+	for _, tc := range []struct{ arg, want, fix string }{
+		{"--uid=1000", "retired from daemon v1.0.21", "remove the retired flag"},
+		{"--alsologtostderr", "the daemon logs an error; the flag has no effect", "remove the retired flag"},
+		{"--enforce_kernel_ipv6_support=false", "the daemon exits before its receive path", "remove the rejected flag"},
+	} {
+		t.Run(tc.arg, func(t *testing.T) {
+			root := copyRepo(t)
+			edit(t, root, runtimes.GoldenRuntime, "- --num_hops=2", "- --num_hops=2\n                  - "+tc.arg)
+			assertFails(t, check(t, root), "no-retired-daemon-flags", tc.arg, tc.want, tc.fix, "--num_hops=2")
+		})
+	}
+}
+
+// Only the pinned daemon's rules apply: a flag a later release retires is
+// no finding against an earlier daemon, one retired for every pinned
+// release always is, and an unreadable tag applies them all.
+func TestDaemonAtLeast(t *testing.T) {
+	for _, tc := range []struct {
+		pinned, from string
+		want         bool
+	}{
+		{"v1.0.21", "v1.0.21", true}, {"v1.0.23", "v1.0.21", true}, {"v1.0.20", "v1.0.21", false},
+		{"v1.0.9", "v1.0.21", false}, {"v1.1.0", "v1.0.21", true}, {"v1.0.20", "", true}, {"latest", "v1.0.21", true},
+	} {
+		if got := daemonAtLeast(tc.pinned, tc.from); got != tc.want {
+			t.Errorf("daemonAtLeast(%q, %q) = %v, want %v", tc.pinned, tc.from, got, tc.want)
+		}
+	}
 }
 
 func TestTrainerVersionMismatchFails(t *testing.T) {

@@ -181,7 +181,8 @@ func sourceOf(v *corev1.EnvVarSource) string {
 //  2. a ClassFabric variable must not be removed, changed or added
 //     (Fatal), except LD_LIBRARY_PATH that keeps the shipped directories
 //     and the known values of NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY,
-//     NCCL_LIB_DIR and NCCL_NET=FasTrak;
+//     NCCL_LIB_DIR and NCCL_NET=FasTrak, and removing NCCL_LIB_DIR, which
+//     only a command that sources the profile reads (Warning);
 //  3. a recommended rule that does not hold is a Warning;
 //  4. other differences from shipped: logging is a Note; tuning, and any
 //     change to a shipped variable, a Warning (an NCCL variable the rules
@@ -334,6 +335,18 @@ func judgeFabric(f Finding, key string, diff Kind, s, c setting) Finding {
 		f.Severity = Note
 		f.Reason = name + "=" + c.describe() + " is added: " + knownValues[key].why
 		f.Fix = "none needed"
+		return f
+	case diff == Removed && key == libDirVar:
+		// NCCL and the plugin never read NCCL_LIB_DIR; only the installer's
+		// profile does, and it fails loudly without it (facts, "The default
+		// profile": "It requires NCCL_LIB_DIR (fails otherwise)"). Dropping
+		// it keeps the fabric of a command that does not source the
+		// profile and breaks, visibly, one that follows Google's README
+		// ("NCCL configs": source ${NCCL_LIB_DIR}/nccl-env-profile.sh).
+		f.Severity = Warning
+		f.Reason = name + " is removed (shipped " + s.describe() + "): NCCL does not read it, but a command that runs " +
+			"`source ${NCCL_LIB_DIR}/nccl-env-profile.sh` (Google's documented pattern) fails at start"
+		f.Fix = "keep " + name + "=" + s.describe() + " as shipped"
 		return f
 	case key == "LD_LIBRARY_PATH" && s.set && s.from == "" && c.set && c.from == "":
 		if sev, reason := judgeLibraryPath(s.value, c.value); sev != Fatal {

@@ -101,6 +101,7 @@ func TestCheck(t *testing.T) {
 	defRules := loadRules(t, "reconstruction/v1.0.15/a3plus_guest_config.textproto")
 	simpleRules := loadRules(t, "reconstruction/v1.0.15/a3plus_guest_config_simple.textproto")
 	shipped := runtimeEnv()
+	withLibDir := edit(shipped, "NCCL_LIB_DIR", set("NCCL_LIB_DIR", tcpxo.LibDir))
 	simple := append(env(tcpxo.SimpleProfile()), corev1.EnvVar{Name: "NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY", Value: "/dev/aperture_devices"})
 	cmRef := &corev1.EnvVar{Name: "NCCL_PROTO", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
 		LocalObjectReference: corev1.LocalObjectReference{Name: "nccl"}, Key: "proto"}}}
@@ -160,6 +161,16 @@ func TestCheck(t *testing.T) {
 			[]brief{{"env NCCL_LIB_DIR", Added, Note}}, "", ""},
 		{"NCCL_LIB_DIR wrong", shipped, defRules, edit(shipped, "NCCL_LIB_DIR", set("NCCL_LIB_DIR", "/opt/nccl")),
 			[]brief{{"env NCCL_LIB_DIR", Added, Fatal}}, "", ""},
+		// The runtime ships NCCL_LIB_DIR (Google's README, "NCCL configs":
+		// set it, then source ${NCCL_LIB_DIR}/nccl-env-profile.sh). NCCL does
+		// not read it: dropping it breaks only a command that sources the
+		// profile, which then fails at start (a Warning); pointing it
+		// elsewhere sources another profile's plugin paths (Fatal).
+		{"NCCL_LIB_DIR dropped from the shipped env", withLibDir, defRules, shipped,
+			[]brief{{"env NCCL_LIB_DIR", Removed, Warning}}, "NCCL does not read it, but a command that runs `source ${NCCL_LIB_DIR}/nccl-env-profile.sh`",
+			`keep NCCL_LIB_DIR="/usr/local/nvidia/lib64" as shipped`},
+		{"NCCL_LIB_DIR changed from the shipped value", withLibDir, defRules, edit(withLibDir, "NCCL_LIB_DIR", set("NCCL_LIB_DIR", "/opt/nccl")),
+			[]brief{{"env NCCL_LIB_DIR", Changed, Fatal}}, "takes the plugin, tuner and guest config from", `restore NCCL_LIB_DIR="/usr/local/nvidia/lib64"`},
 		// Library path.
 		{"library path appended", shipped, defRules, edit(shipped, "LD_LIBRARY_PATH", set("LD_LIBRARY_PATH", "/usr/local/nvidia/lib64:/opt/app/lib")),
 			[]brief{{"env LD_LIBRARY_PATH", Changed, Note}}, "keeps the installer's directories first", ""},

@@ -113,7 +113,8 @@ var fabricVars = map[string]string{
 	// Facts, "What the installer image contains": inside a workload
 	// NCCL_LIB_DIR=/usr/local/nvidia/lib64, and the profile derives the
 	// tuner and guest config paths from it.
-	"NCCL_LIB_DIR": "NCCL_LIB_DIR is where a workload that sources the installer's profile takes the plugin, tuner and guest config from",
+	"NCCL_LIB_DIR": "NCCL_LIB_DIR is where a workload that sources the installer's profile takes the plugin, tuner and guest config from " +
+		"(NCCL does not read it: removing it only breaks such a command, a warning)",
 	// Facts, "The default profile": both paths point into NCCL_LIB_DIR at
 	// the configs of the profile in use.
 	"NCCL_TUNER_CONFIG_PATH": "NCCL_TUNER_CONFIG_PATH points the installer's tuner at its A3 Mega config for this profile: " +
@@ -162,6 +163,9 @@ var loggingVars = map[string]bool{
 // profile"); hiding GPUs leaves their GPU NICs idle, since TCPXO pairs one
 // GPU NIC with each GPU.
 var tuningOther = map[string]bool{"CUDA_VISIBLE_DEVICES": true}
+
+// libDirVar is the profile's input variable (facts, "The default profile").
+const libDirVar = "NCCL_LIB_DIR"
 
 // isNCCL says whether name is one of NCCL's (or its plugins') variables.
 func isNCCL(name string) bool { return strings.HasPrefix(name, ncclPrefix) }

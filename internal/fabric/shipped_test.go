@@ -48,7 +48,12 @@ func TestShippedEnvKeepsTheFabric(t *testing.T) {
 				prof = append(prof, corev1.EnvVar{Name: v.Name, Value: v.Value})
 			}
 			got := fabric.Check(prof, rules, shipped)
-			want := []fabric.Finding{{Path: "env NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY", Kind: fabric.Added, Severity: fabric.Note}}
+			// The runtime adds NCCL_LIB_DIR (Google's README, "NCCL configs"),
+			// the profile's input, and the LLCM directory an unprivileged pod needs.
+			want := []fabric.Finding{
+				{Path: "env NCCL_LIB_DIR", Kind: fabric.Added, Severity: fabric.Note},
+				{Path: "env NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY", Kind: fabric.Added, Severity: fabric.Note},
+			}
 			if d := cmp.Diff(want, got, cmpBrief); d != "" {
 				t.Errorf("profile vs shipped (-want +got):\n%s", d)
 			}

@@ -7,6 +7,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/validators/performance/derive"
 )
 
 // Row is one required element: where it must appear, what its leaves must
@@ -38,6 +39,9 @@ const (
 	srcInstaller   = google + "gpudirect-tcpxo/nccl-tcpxo-installer.yaml"
 	srcInjector    = google + "nri_device_injector/nri-device-injector.yaml"
 	srcBestPrac    = "GoogleCloudPlatform/container-engine-accelerators@7c35fd88 gpudirect-tcpxo/best-practice.md (tcpxo-daemon health check)"
+	srcReadme      = "GoogleCloudPlatform/container-engine-accelerators@7c35fd88 gpudirect-tcpxo/README.md (NCCL configs)"
+	srcMPIEntry    = "the installer image's /scripts/demo_mpi_entry_with_config_profile.sh (google/nccl-plugin-gpudirect-tcpxo tcpxo_scripts), which " + srcNCCLTest + " runs in every rank through /scripts/demo-run-nccl-test-tcpxo-via-mpi.sh"
+	byTorch        = "runtimes/torch.go"
 	srcTrainerMPI  = "kubeflow/trainer v2.2.0 MPI plugin: mpirun forwards the launcher's variables to the ranks with -x (Open MPI mpirun(1))"
 	byWiring       = "runtimes/wiring.go"
 	byComponents   = "runtimes/components.go"
@@ -96,6 +100,8 @@ func Table(in *runtimes.Inputs) ([]Row, error) {
 		launcher.row(Image, worker+".image", is(in.BOM.Images.Installer.Reference),
 			srcNCCLTest+": mpirun runs from the installer image", byDerive),
 	)
+	rows = append(rows, launcher.row(Limit, worker+".args["+derive.RankPrelude+"]", nil,
+		srcMPIEntry+": `ulimit -n 1048576` before the benchmark in every rank", byDerive))
 	for _, e := range env {
 		rows = append(rows, launcher.row(Env, worker+".env[name="+e.name+"]", map[string]string{".value": e.value}, e.source+"; "+srcTrainerMPI, e.by+", copied to the launcher by "+byDerive))
 	}
@@ -172,6 +178,9 @@ func workerEnv(in *runtimes.Inputs) ([]envRow, error) {
 		at[r.name] = len(rows)
 		rows = append(rows, r)
 	}
+	// The profile's input, from the generated library dir: Google's README
+	// has workloads set it and source the profile from it.
+	set(envRow{runtimes.EnvLibDir, in.Facts.LibDir, srcReadme + `: NCCL_LIB_DIR="/usr/local/nvidia/lib64", then source ${NCCL_LIB_DIR}/nccl-env-profile.sh`, byTorch})
 	for _, v := range prof {
 		set(envRow{v.Name, v.Value, profile, byGenerated})
 	}

@@ -30,6 +30,9 @@ const (
 	Mount         Kind = "mount"
 	Volume        Kind = "volume"
 	Resource      Kind = "resource"
+	// Limit is a process limit a program sets for itself: the benchmark
+	// ranks' open-files limit, in the launcher's argv.
+	Limit Kind = "limit"
 )
 
 // classes map a leaf's path to the element it belongs to: the first pattern
@@ -55,6 +58,9 @@ var classes = []struct {
 	{Env, ".env[name=", regexp.MustCompile(`^(.*\.env\[name=[^\]]+\])`)},
 	{Mount, ".volumeMounts[name=", regexp.MustCompile(`^(.*\.volumeMounts\[name=[^\]]+\])`)},
 	{Volume, ".volumes[name=", regexp.MustCompile(`^(.*\.volumes\[name=[^\]]+\])`)},
+	// A scalar list element is named by its value: the argv entry that
+	// raises a limit is one element.
+	{Limit, "ulimit ", regexp.MustCompile(`^(.*\.(?:command|args)\[[^\]]*ulimit [^\]]*\])$`)},
 	{Resource, ".resources.", regexp.MustCompile(`^(.*\.resources\.(?:limits|requests)(?:\.[A-Za-z0-9_-]+|\["[^"]+"\]))$`)},
 }
 

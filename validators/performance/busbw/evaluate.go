@@ -62,6 +62,8 @@ const (
 	CheckCorrect  = "results-correct"
 	CheckNodes    = "inter-node"
 	CheckNetwork  = "network"
+	CheckCUDA     = "plugin-cuda"
+	CheckGuest    = "guest-config"
 	CheckPlugin   = "plugin-version"
 	CheckFloor    = "bandwidth-floor"
 )
@@ -105,6 +107,8 @@ func Evaluate(l *Log, f Floor, pluginVersion string) Verdict {
 		checkComplete(l),
 		checkCorrect(l),
 		checkNodes(l),
+		checkCUDA(l),
+		checkGuest(l),
 		checkNetwork(l),
 		checkPlugin(l, pluginVersion),
 		checkFloor(l, v),
@@ -278,6 +282,45 @@ func checkNodes(l *Log) Check {
 			c.Message = fmt.Sprintf("The run spanned %s%d nodes, per %s.", ranks, l.Nodes, l.NodesFrom)
 		}
 	}
+	return c
+}
+
+// checkCUDA fails a run whose plugin could not load the CUDA runtime it
+// needs: NCCL then runs without FasTrak. The soname says which major the
+// plugin wanted (facts, round 3, "CUDA coupling": "Error loading
+// libnccl-net_internal.so: libcudart.so.12 ... the soname names what the
+// plugin wanted").
+func checkCUDA(l *Log) Check {
+	c := Check{Name: CheckCUDA}
+	if len(l.CUDAWanted) == 0 {
+		c.Status, c.Message = Passed, "No plugin library failed to load libcudart ('Error loading libnccl-net...: libcudart.so.N')."
+		return c
+	}
+	var majors []string
+	for _, so := range l.CUDAWanted {
+		majors = append(majors, strings.TrimPrefix(so, "libcudart.so."))
+	}
+	c.Status = Failed
+	c.Message = fmt.Sprintf("Line %d: the installer's net plugin could not load %s, so NCCL ran without FasTrak: the worker image's CUDA major must be %s "+
+		"(the plugin finds libcudart in the workload image); use a CUDA %s worker image, or declare its major in bom/bom.yaml images.worker.cudaMajor and run make bom-check.",
+		l.CUDAWantedAt[0], strings.Join(l.CUDAWanted, " and "), strings.Join(majors, " or "), majors[0])
+	return c
+}
+
+// checkGuest fails a run in which the installer's guest config checker
+// found an enforced value violated (facts, round 3, "Log strings": "NCCL
+// WARN NCCL/NET (shim) mismatch enforced"): the plugin aborts or hangs such
+// a workload, and any number it printed is not GPUDirect-TCPXO's.
+func checkGuest(l *Log) Check {
+	c := Check{Name: CheckGuest}
+	if len(l.Enforced) == 0 {
+		c.Status, c.Message = Passed, "The guest config checker reported no violated enforced value ('NCCL/NET (shim) mismatch enforced')."
+		return c
+	}
+	c.Status = Failed
+	c.Message = fmt.Sprintf("The installer's guest config checker found an enforced value violated (%s): the pods' NCCL env breaks the guest config; "+
+		"set the variable to the value the guest config enforces (the fabric rule set, docs/tcpxo-workloads.md \"What a workload may tune\"; "+
+		"tcpxogen check trainjob names it for a TrainJob).", strings.Join(l.Enforced, "; "))
 	return c
 }
 

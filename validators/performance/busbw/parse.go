@@ -62,6 +62,15 @@ type Log struct {
 	PluginVersion  string
 	PluginVersions []string
 
+	// CUDAWanted are the libcudart sonames a plugin library failed to load
+	// ("Error loading libnccl-net_internal.so: libcudart.so.12"), distinct,
+	// in order; CUDAWantedAt says on which line each was first seen.
+	CUDAWanted   []string
+	CUDAWantedAt []int
+	// Enforced are the guest config checker's "NCCL/NET (<plugin>) mismatch
+	// enforced" warnings, each as "line N: <quoted line>", the first few.
+	Enforced []string
+
 	// Ranks and Nodes count the ranks and hosts that took part, 0 when the
 	// log does not say; Hosts names them; NodesFrom says what they were
 	// counted from.
@@ -119,6 +128,12 @@ var (
 
 	usingNetwork = regexp.MustCompile(`NCCL INFO Using network (.+)$`)
 	pluginInit   = regexp.MustCompile(`Initializing network FasTrak, version: (\S+)`)
+	// The facts' symptom of a worker whose CUDA major the plugin does not
+	// find: the soname after the library names what the plugin wanted.
+	cudaMissing = regexp.MustCompile(`Error loading \S*libnccl-net\S*?: (libcudart\.so\.\d+)`)
+	// The guest config checker's warning for a violated enforced value; the
+	// plugin is named "shim" from v1.0.16, "uninitialized_shim_v7" before.
+	enforcedMismatch = regexp.MustCompile(`NCCL WARN NCCL/NET \([^)]*\) mismatch enforced`)
 	// "NCCL INFO NCCL version 2.18.5+cuda12.2" and the plain "NCCL version
 	// 2.12.7+cuda11.4" NCCL prints at NCCL_DEBUG=VERSION/WARN.
 	ncclVersion = regexp.MustCompile(`(?:^|\s)NCCL version (\d+\.\d+\.\d+[^\s,;]*)`)
@@ -126,6 +141,10 @@ var (
 	commNodes   = regexp.MustCompile(`\bnRanks (\d+) nNodes (\d+)\b`)
 	commRanks   = regexp.MustCompile(`\bnranks (\d+)\b`)
 )
+
+// maxEnforcedShown bounds the checker warnings a report quotes: every rank
+// logs its own, and a few say what is wrong.
+const maxEnforcedShown = 3
 
 // parser is Parse's state between lines.
 type parser struct {
@@ -359,6 +378,15 @@ func (p *parser) noise(text string) {
 	if m := pluginInit.FindStringSubmatch(text); m != nil {
 		l.PluginVersions = appendDistinct(l.PluginVersions, strings.TrimRight(m[1], ",;."))
 		l.PluginVersion = l.PluginVersions[0]
+	}
+	if m := cudaMissing.FindStringSubmatch(text); m != nil && !slices.Contains(l.CUDAWanted, m[1]) {
+		l.CUDAWanted = append(l.CUDAWanted, m[1])
+		l.CUDAWantedAt = append(l.CUDAWantedAt, p.line)
+	}
+	if loc := enforcedMismatch.FindStringIndex(text); loc != nil && len(l.Enforced) < maxEnforcedShown {
+		// From the warning on: the host and rank prefix would use up the
+		// quote's bound before the variable it names.
+		l.Enforced = append(l.Enforced, fmt.Sprintf("line %d: %s", p.line, excerpt(text[loc[0]:])))
 	}
 	if m := ncclVersion.FindStringSubmatch(text); m != nil && l.NCCLVersion == "" {
 		l.NCCLVersion = m[1]

@@ -409,6 +409,20 @@ const (
 	execArgv = `exec "$0" "$@"`
 )
 
+// RankOpenFiles is the open-files limit every rank raises itself to, as
+// Google's MPI entry does (`ulimit -n 1048576` in the installer image's
+// /scripts/demo_mpi_entry_with_config_profile.sh, which Google's
+// nccl-test.yaml runs in every rank): the FasTrak plugin holds sockets per
+// GPU NIC and flow, more than a container's default soft limit may allow.
+const RankOpenFiles = 1048576
+
+// RankPrelude is the program each rank runs before all_reduce_perf. Like
+// Google's entry (bash without -e) it does not stop the rank when the hard
+// limit is lower; it says so on the rank's stderr, which mpirun copies into
+// the launcher log, and raises the soft limit as far as the hard one goes.
+var RankPrelude = "ulimit -n " + strconv.Itoa(RankOpenFiles) + ` 2>/dev/null || { echo "tcpxogen: this rank's open-files hard limit is $(ulimit -Hn), below the ` +
+	strconv.Itoa(RankOpenFiles) + ` Google's MPI entry sets: raise the container runtime's nofile limit if NCCL fails with Too many open files" >&2; ulimit -n "$(ulimit -Hn)"; }; ` + execArgv
+
 func launcherPrelude() string {
 	return strings.Join([]string{
 		"set -eu",
@@ -468,6 +482,9 @@ func mpirunArgv(p Params, names []string) []string {
 	for _, n := range names {
 		argv = append(argv, "-x", n)
 	}
+	// Each rank starts through the shell so it can raise its open-files
+	// limit first, as Google's MPI entry does in every rank.
+	argv = append(argv, "/bin/sh", "-c", RankPrelude)
 	return append(argv, p.AllReducePerf,
 		"-b", p.MinBytes,
 		"-e", p.MaxBytes,

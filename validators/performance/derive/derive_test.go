@@ -4,10 +4,12 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"os/exec"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -540,5 +542,63 @@ func TestGoldenRunsFromTheInstallerImage(t *testing.T) {
 	}
 	if strings.Contains(string(golden), "example@sha256") || strings.Contains(string(golden), "registry.example") {
 		t.Error("the benchmark golden still carries an example image")
+	}
+}
+
+// Google's MPI entry (the installer image's
+// /scripts/demo_mpi_entry_with_config_profile.sh, run in every rank by
+// Google's gpudirect-tcpxo/nccl-test.yaml) runs `ulimit -n 1048576` before
+// the benchmark; every derived rank does too, through /bin/sh, right before
+// all_reduce_perf.
+func TestRanksRaiseTheOpenFilesLimit(t *testing.T) {
+	lc := launcherOf(t, derive(t, shipped(t), testParams()))
+	i := slices.Index(lc.Args, tcpxo.AllReducePerfMPI)
+	if i < 3 || !slices.Equal(lc.Args[i-3:i], []string{"/bin/sh", "-c", RankPrelude}) {
+		t.Fatalf("mpirun program = %q, want /bin/sh -c <rank prelude> right before %s", lc.Args, tcpxo.AllReducePerfMPI)
+	}
+	if !strings.HasPrefix(RankPrelude, "ulimit -n 1048576 ") {
+		t.Errorf("rank prelude %q does not start with Google's ulimit -n 1048576", RankPrelude)
+	}
+}
+
+// The prelude runs in a real shell: it raises the soft limit to 1048576 when
+// the hard limit allows, and otherwise warns on stderr and raises it to the
+// hard limit, going on like Google's entry (bash without -e).
+func TestRankPreludeInAShell(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	run := func(hard string) (string, string) {
+		t.Helper()
+		// Lower the hard limit first where asked, then run the prelude as
+		// a rank does: $0 and "$@" are the program it execs.
+		outer := `exec "$0" -c "$PRELUDE" sh -c 'ulimit -n'`
+		if hard != "" {
+			outer = "ulimit -n " + hard + " && ulimit -Hn " + hard + " && " + outer
+		}
+		cmd := exec.Command(sh, "-c", outer, sh)
+		cmd.Env = []string{"PRELUDE=" + RankPrelude, "PATH=/usr/bin:/bin"}
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("sh: %v; stderr %q", err, stderr.String())
+		}
+		return strings.TrimSpace(stdout.String()), stderr.String()
+	}
+	out, errOut := run("")
+	var hard syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &hard); err != nil {
+		t.Fatal(err)
+	}
+	if hard.Max >= RankOpenFiles && (out != "1048576" || errOut != "") {
+		t.Errorf("hard limit %d: rank's limit %q, stderr %q; want 1048576 and no warning", hard.Max, out, errOut)
+	}
+	if hard.Max < RankOpenFiles && (out != strconv.FormatUint(hard.Max, 10) || !strings.Contains(errOut, "below the 1048576")) {
+		t.Errorf("hard limit %d: rank's limit %q, stderr %q; want the hard limit and the warning", hard.Max, out, errOut)
+	}
+	out, errOut = run("4096")
+	if out != "4096" || !strings.Contains(errOut, "open-files hard limit is 4096, below the 1048576") {
+		t.Errorf("hard limit 4096: rank's limit %q, stderr %q; want 4096 and the warning", out, errOut)
 	}
 }

@@ -47,6 +47,10 @@
 // (names unknowable) or a fieldRef/resourceFieldRef value (it would resolve
 // in the launcher pod, not the worker).
 //
+// Each rank runs `/bin/sh -c RankPrelude all_reduce_perf ...`: it raises its
+// open-files limit to 1048576 first, as Google's MPI entry does in every
+// rank, and says so on stderr when the node's hard limit is lower.
+//
 // # The launcher command
 //
 //	/bin/sh -c 'set -eu; umask 077; mkdir -p /tmp/mpi-ssh; cp /root/.ssh/id_rsa /tmp/mpi-ssh/id_rsa; exec "$0" "$@"' \

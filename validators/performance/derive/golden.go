@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/runtimes"
@@ -39,4 +41,45 @@ func GoldenRuntime(shipped *trainer.ClusterTrainingRuntime, p facts.Facts) (*tra
 	params := ParamsFor(p)
 	params.Namespace = GoldenNamespace
 	return Derive(shipped, params)
+}
+
+// TrainJob is the bare TrainJob that runs bench, same name and namespace:
+// everything it runs is in the runtime, so what is measured is what was
+// derived. validate labels it with its run; render benchmark prints it.
+func TrainJob(bench *trainer.TrainingRuntime) *trainer.TrainJob {
+	return &trainer.TrainJob{
+		TypeMeta:   metav1.TypeMeta{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainJobKind},
+		ObjectMeta: metav1.ObjectMeta{Name: bench.Name, Namespace: bench.Namespace},
+		Spec: trainer.TrainJobSpec{RuntimeRef: trainer.RuntimeRef{
+			Name:     bench.Name,
+			APIGroup: ptr.To(trainer.GroupVersion.Group),
+			Kind:     ptr.To(trainer.TrainingRuntimeKind),
+		}},
+	}
+}
+
+// Overrides are what a user may change of the benchmark ForCluster derives:
+// Namespace is required; a zero NumNodes or Image keeps the default (two
+// nodes, the pinned installer image).
+type Overrides struct {
+	Namespace string
+	NumNodes  int32
+	Image     string
+}
+
+// ForCluster renders the runtime for a cluster (opts: its GPU-NIC networks,
+// node selection and profile) and derives the benchmark from it, run from
+// the pinned installer image as Google's nccl-tests samples are: the
+// benchmark `tcpxogen validate` would run, for users who run it themselves.
+func ForCluster(in *runtimes.Inputs, opts runtimes.Options, o Overrides) (*trainer.TrainingRuntime, error) {
+	shipped, err := runtimes.TorchRuntime(in, opts)
+	if err != nil {
+		return nil, err
+	}
+	p := ParamsFor(in.Facts)
+	p.Namespace, p.NumNodes = o.Namespace, o.NumNodes
+	if o.Image != "" {
+		p.Image = o.Image
+	}
+	return Derive(shipped, p)
 }

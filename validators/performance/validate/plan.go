@@ -342,22 +342,11 @@ func (v *validation) runtimeSourceText() string {
 	return string(prov.RuntimeSource)
 }
 
-// trainJobFor is the bare TrainJob that runs bench: everything it runs is in
-// the runtime, so what is measured is what was derived.
+// trainJobFor is derive's bare TrainJob for bench, labelled with the run.
 func trainJobFor(bench *trainer.TrainingRuntime, runID string) *trainer.TrainJob {
-	return &trainer.TrainJob{
-		TypeMeta: metav1.TypeMeta{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainJobKind},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      bench.Name,
-			Namespace: bench.Namespace,
-			Labels:    map[string]string{RunLabel: runID},
-		},
-		Spec: trainer.TrainJobSpec{RuntimeRef: trainer.RuntimeRef{
-			Name:     bench.Name,
-			APIGroup: ptr.To(trainer.GroupVersion.Group),
-			Kind:     ptr.To(trainer.TrainingRuntimeKind),
-		}},
-	}
+	tj := derive.TrainJob(bench)
+	tj.Labels = map[string]string{RunLabel: runID}
+	return tj
 }
 
 // writePlan prints the plan.

@@ -353,3 +353,47 @@ func TestOutputDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// Variants of a published passing log, built here (the published file stays
+// as published), with the two failures the round-3 facts name: a plugin that
+// could not load the CUDA runtime of its major ("Error loading
+// libnccl-net_internal.so: libcudart.so.N") and the guest config checker's
+// "NCCL WARN NCCL/NET (shim) mismatch enforced". Each exits 1 and says what
+// to fix.
+func TestPluginFailuresInTheLog(t *testing.T) {
+	data := readFile(t, published("gke-a3mega-2node-mpirun.log"))
+	at := bytes.Index(data, []byte("# nThread"))
+	if at < 0 {
+		t.Fatal("the published log has no parameter line")
+	}
+	for _, tc := range []struct {
+		name, line string
+		want       []string
+	}{
+		{"cuda", "a3mega-vm-7xq2:7012:7012 [0] NCCL WARN Error loading libnccl-net_internal.so: libcudart.so.13: cannot open shared object file: No such file or directory",
+			[]string{"could not load libcudart.so.13", "the worker image's CUDA major must be 13"}},
+		{"enforced", "a3mega-vm-7xq2:7012:7012 [0] NCCL WARN NCCL/NET (shim) mismatch enforced NCCL_PROTO",
+			[]string{"guest config checker found an enforced value violated", "What a workload may tune"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			variant := append(append(append([]byte{}, data[:at]...), tc.line+"\n"...), data[at:]...)
+			log := writeFile(t, filepath.Join(dir, "run.log"), variant)
+			out := filepath.Join(dir, "out")
+			code, stdout, stderr := ncclReport(t, "--log", log, "--out", out)
+			if code != cli.ExitFailure {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, cli.ExitFailure, stdout, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stdout+stderr, w) {
+					t.Errorf("output lacks %q\nstdout:\n%s\nstderr:\n%s", w, stdout, stderr)
+				}
+			}
+			written(t, out, code)
+		})
+	}
+	// The published log itself passes: the failure is the inserted line's.
+	if code, stdout, _ := ncclReport(t, "--log", published("gke-a3mega-2node-mpirun.log"), "--out", t.TempDir()); code != cli.ExitOK {
+		t.Fatalf("the published log exits %d:\n%s", code, stdout)
+	}
+}

@@ -6,6 +6,7 @@ package rendercmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -23,15 +24,17 @@ import (
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
+	"github.com/tcpxogen/tcpxogen/validators/performance/derive"
 )
 
 // Commands returns the render command set.
 func Commands() cli.Commands {
-	return cli.Commands{"render": {Summary: "render the shipped runtime (render runtime), the installer components (render components), the admission policies (render policy), the goldens (render goldens) or the RBAC a cluster command needs (render rbac)", Run: run}}
+	return cli.Commands{"render": {Summary: "render the shipped runtime (render runtime), the NCCL benchmark for a cluster (render benchmark), the installer components (render components), the admission policies (render policy), the goldens (render goldens) or the RBAC a cluster command needs (render rbac)", Run: run}}
 }
 
 var subcommands = map[string]func(context.Context, []string, cli.Streams) error{
 	"runtime":    renderRuntime,
+	"benchmark":  renderBenchmark,
 	"components": renderComponents,
 	"goldens":    renderGoldens,
 	"policy":     renderPolicy,
@@ -40,16 +43,16 @@ var subcommands = map[string]func(context.Context, []string, cli.Streams) error{
 
 func run(ctx context.Context, args []string, s cli.Streams) error {
 	if len(args) == 0 {
-		fmt.Fprintln(s.Err, "Usage: tcpxogen render runtime|components|policy|goldens|rbac [flags]")
-		return cli.BadInput("name what to render: runtime, components, policy, goldens or rbac")
+		fmt.Fprintln(s.Err, "Usage: tcpxogen render runtime|benchmark|components|policy|goldens|rbac [flags]")
+		return cli.BadInput("name what to render: runtime, benchmark, components, policy, goldens or rbac")
 	}
 	if args[0] == "--help" || args[0] == "-h" {
-		fmt.Fprintln(s.Out, "Usage: tcpxogen render runtime|components|policy|goldens|rbac [flags]\n\nRun `tcpxogen render runtime --help` (or components, policy, goldens, rbac) for the flags.")
+		fmt.Fprintln(s.Out, "Usage: tcpxogen render runtime|benchmark|components|policy|goldens|rbac [flags]\n\nRun `tcpxogen render runtime --help` (or benchmark, components, policy, goldens, rbac) for the flags.")
 		return nil
 	}
 	sub, ok := subcommands[args[0]]
 	if !ok {
-		return cli.BadInput("render %q: want runtime, components, policy, goldens or rbac", args[0])
+		return cli.BadInput("render %q: want runtime, benchmark, components, policy, goldens or rbac", args[0])
 	}
 	return sub(ctx, args[1:], s)
 }
@@ -86,6 +89,51 @@ func renderRuntime(_ context.Context, args []string, s cli.Streams) error {
 		fmt.Fprintf(s.Err, "render: --worker-image %s must be built for %s\n", *worker, cudaNote(in.Facts))
 	}
 	return write(s, runtimes.Format(*format), nil, rt)
+}
+
+// renderBenchmark prints the NCCL benchmark derived from the runtime
+// rendered for the cluster's mapping, and the TrainJob that runs it: what
+// validate would run, for users who run it themselves.
+func renderBenchmark(_ context.Context, args []string, s cli.Streams) error {
+	fs := cli.NewFlags("render benchmark", "render benchmark (--interfaces eth1=NET,...,eth8=NET | --values FILE) [--namespace NS] [--nodes N] [--node-selector k=v]... [--toleration key[=value]:Effect]... [--profile default|simple] [--benchmark-image REF] [-o yaml|json]", s)
+	root := fs.String("root", "", "repository root whose bom/ to read (default: the checkout around the working directory, else the inputs built into tcpxogen)")
+	ifaces := fs.String("interfaces", "", "GPU-NIC to GKE Network mapping: eth1=<network>,...,eth8=<network> (required unless --values)")
+	values := fs.String("values", "", "YAML file with tcpxoInterfaces: [{interfaceName, network}, ...]")
+	selectors := fs.StringArray("node-selector", nil, "node selector key=value (repeatable; default cloud.google.com/gke-accelerator=nvidia-h100-mega-80gb)")
+	tolerations := fs.StringArray("toleration", nil, "toleration key[=value]:Effect (repeatable)")
+	profile := fs.String("profile", runtimes.ProfileDefault, "NCCL profile: default or simple")
+	namespace := fs.String("namespace", "default", "namespace of the benchmark TrainingRuntime and its TrainJob; it must exist")
+	nodes := fs.Int("nodes", int(derive.DefaultNumNodes), "GPU nodes the benchmark spans (at least 2)")
+	image := fs.String("benchmark-image", "", "override the benchmark image (default: the pinned installer image, which carries the MPI build of nccl-tests and sshd); pinned as repo:tag@sha256:<64 hex>")
+	format := fs.StringP("output", "o", "yaml", "output format: yaml or json")
+	if err := cli.Parse(fs, args); err != nil {
+		return err
+	}
+	opts, err := runtimeOptions(*ifaces, *values, *selectors, *tolerations)
+	if err != nil {
+		return cli.BadInput("%w", err)
+	}
+	opts.Profile = *profile
+	if *nodes < 2 || *nodes > 1<<15 {
+		return cli.BadInput("--nodes %d: the benchmark spans at least 2 GPU nodes (on one node NCCL never uses the GPU NICs)", *nodes)
+	}
+	in, err := inputs(*root)
+	if err != nil {
+		return err
+	}
+	bench, err := derive.ForCluster(in, opts, derive.Overrides{Namespace: *namespace, NumNodes: int32(*nodes), Image: *image})
+	switch {
+	case errors.Is(err, derive.ErrShipped):
+		// The runtime tcpxogen rendered cannot be benchmarked: not the user's input.
+		return fmt.Errorf("the %s rendered for this mapping cannot be benchmarked, which is a bug in tcpxogen: %w", runtimes.RuntimeName, err)
+	case err != nil:
+		return cli.BadInput("%w", err)
+	}
+	fmt.Fprintf(s.Err, "render benchmark: apply both objects in namespace %s; the result is the launcher pod's log (tcpxogen nccl-report --log FILE judges it)\n", *namespace)
+	return write(s, runtimes.Format(*format), []string{
+		fmt.Sprintf("NCCL all_reduce_perf benchmark derived from %s for NCCL plugin installer %s,", runtimes.RuntimeName, in.Facts.PluginVersion),
+		"rendered by tcpxogen render benchmark for this cluster's GPU-NIC networks, and the TrainJob that runs it.",
+	}, bench, derive.TrainJob(bench))
 }
 
 func renderComponents(_ context.Context, args []string, s cli.Streams) error {
