@@ -117,7 +117,11 @@ func outcome(missing []releasediff.Decision, checkFailed bool) error {
 		for i, d := range missing {
 			names[i] = d.Name
 		}
-		return fmt.Errorf("%d decisions to record in %s (%s): see the summary's \"Decisions to record\"", len(missing), bom.OverridesRepoPath, strings.Join(names, ", "))
+		what := "decisions"
+		if len(missing) == 1 {
+			what = "decision"
+		}
+		return fmt.Errorf("%d %s to record in %s (%s): see the summary's \"Decisions to record\"", len(missing), what, bom.OverridesRepoPath, strings.Join(names, ", "))
 	}
 	if checkFailed {
 		return fmt.Errorf("bom-check failed on the bumped tree: see the summary's bom-check section")
