@@ -95,7 +95,7 @@ func TestReviewRefusesABadBase(t *testing.T) {
 	root := copyCheckout(t)
 	gitRepo(t, root)
 	for base, want := range map[string]string{
-		"no-such-branch": `--base "no-such-branch" is not a commit`,
+		"no-such-branch":  `--base "no-such-branch" is not a commit`,
 		"--output=/tmp/x": `--base "--output=/tmp/x" is not a revision`,
 	} {
 		_, err := review.Run(ctx, root, base)
