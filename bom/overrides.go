@@ -51,7 +51,17 @@ func (ov Override) AppliesTo(installer string) bool {
 
 // Decides says whether a decision about name is in force for installer.
 func (o *Overrides) Decides(name, installer string) bool {
-	return slices.ContainsFunc(o.Overrides, func(ov Override) bool { return ov.Name == name && ov.AppliesTo(installer) })
+	_, ok := o.Decision(name, installer)
+	return ok
+}
+
+// Decision returns the decision about name in force for installer.
+func (o *Overrides) Decision(name, installer string) (Override, bool) {
+	i := slices.IndexFunc(o.Overrides, func(ov Override) bool { return ov.Name == name && ov.AppliesTo(installer) })
+	if i < 0 {
+		return Override{}, false
+	}
+	return o.Overrides[i], true
 }
 
 // Overrides is bom/overrides.yaml.

@@ -124,6 +124,22 @@ func (r *Releases) PublishedInstallers() []string {
 	return names
 }
 
+// NewerPairs lists the release-notes pairs published after installer's,
+// newest first: what a bump from installer could pin.
+func (r *Releases) NewerPairs(installer string) []Pair {
+	cur, ok := r.PairFor(installer)
+	if !ok {
+		return nil
+	}
+	var out []Pair
+	for _, inst := range r.confirmedInstallers() {
+		if p, _ := r.PairFor(inst); p.Date > cur.Date {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // confirmedInstallers lists the installers of release-notes pairs, newest first.
 func (r *Releases) confirmedInstallers() []string {
 	return slices.DeleteFunc(r.PublishedInstallers(), func(inst string) bool {

@@ -280,3 +280,28 @@ func TestManifestsPairIsListedButNotPinnable(t *testing.T) {
 		t.Fatalf("pinning a manifests-only pair: %v", err)
 	}
 }
+
+// TestNewerPairs: only release-notes pairs dated after the installer's
+// count, newest first; a manifests-only pair is not a bump target.
+func TestNewerPairs(t *testing.T) {
+	r, err := ParseReleases("releases.yaml", []byte(`pairs:
+  - {date: 2026-09-01, installer: v1.0.18, daemon: v1.0.24, source: manifests}
+  - {date: 2026-06-26, installer: v1.0.17, daemon: v1.0.23, source: release-notes}
+  - {date: 2026-04-30, installer: v1.0.16, daemon: v1.0.22, source: release-notes}
+  - {date: 2026-01-09, installer: v1.0.15, daemon: v1.0.21, source: release-notes}
+ncclConfigs: []
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range r.NewerPairs("v1.0.15") {
+		got = append(got, p.Installer)
+	}
+	if strings.Join(got, ",") != "v1.0.17,v1.0.16" {
+		t.Errorf("newer than v1.0.15: %v, want v1.0.17,v1.0.16", got)
+	}
+	if n := r.NewerPairs("v1.0.17"); len(n) != 0 || r.NewerPairs("v9") != nil {
+		t.Errorf("newer than the newest or an unknown tag: %v", n)
+	}
+}

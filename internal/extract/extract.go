@@ -195,6 +195,26 @@ func testdataSource(root, pinned, testdataDir, version string) (imagesource.Sour
 	return imagesource.FromImage(pinned, SourceTestdata, rel+"@"+d.String(), img), nil
 }
 
+// TestdataDigest is the manifest digest of the bundled reconstruction of
+// version under testdataDir (TestdataDir or DaemonTestdataDir): what a
+// `--source testdata` read of that version records, so a rehearsal can pin
+// it as the substitute it is.
+func TestdataDigest(root, testdataDir, version string) (string, error) {
+	src, err := testdataSource(root, "", testdataDir, version)
+	if err != nil {
+		return "", err
+	}
+	img, err := src.Image(context.Background())
+	if err != nil {
+		return "", err
+	}
+	d, err := img.Digest()
+	if err != nil {
+		return "", err
+	}
+	return d.String(), nil
+}
+
 func scanImage(ctx context.Context, cfg Config, img v1.Image) (*imagefs.Result, error) {
 	wants := Wants()
 	opts := []imagefs.Option{imagefs.WithLimits(cfg.Limits), imagefs.WithList(PluginDir)}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/bumpcmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/checkcmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/democmd"
@@ -31,6 +32,7 @@ func allCommands() cli.Commands {
 	maps.Copy(cmds, ncclreportcmd.Commands())
 	maps.Copy(cmds, democmd.Commands())
 	maps.Copy(cmds, validatecmd.Commands())
+	maps.Copy(cmds, bumpcmd.Commands())
 	return cmds
 }
 

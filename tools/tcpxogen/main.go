@@ -6,6 +6,8 @@
 //	tcpxogen extract [--bom FILE] [--source registry|testdata|oci-layout:DIR|REGISTRY/REPO@sha256:DIGEST] [--out DIR]
 //	tcpxogen render runtime (--interfaces eth1=NET,...,eth8=NET | --values FILE) [flags]
 //	tcpxogen render components
+//	tcpxogen bump --installer TAG [--source registry|testdata|oci-layout:DIR] [--dry-run] [--summary FILE]
+//	tcpxogen review [--base REV]
 //
 // Run `tcpxogen help` for every subcommand.
 package main
@@ -16,6 +18,7 @@ import (
 	"os"
 
 	"github.com/tcpxogen/tcpxogen/internal/interrupt"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/bumpcmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/checkcmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/democmd"
@@ -34,6 +37,7 @@ func main() {
 	maps.Copy(cmds, ncclreportcmd.Commands())
 	maps.Copy(cmds, democmd.Commands())
 	maps.Copy(cmds, validatecmd.Commands())
+	maps.Copy(cmds, bumpcmd.Commands())
 	// SIGINT and SIGTERM cancel the command (its cleanup runs); a second
 	// signal exits at once, printing what it leaves on a cluster.
 	ctx, stop := interrupt.Notify(context.Background(), os.Stderr, os.Exit)

@@ -260,5 +260,15 @@ func summary(w io.Writer, st *state) {
 	if err != nil {
 		rel = st.out
 	}
+	if st.in != nil {
+		if newer := st.in.Releases.NewerPairs(st.in.BOM.Images.Installer.Version); len(newer) > 0 {
+			pairs := make([]string, len(newer))
+			for i, p := range newer {
+				pairs[i] = fmt.Sprintf("%s <-> daemon %s (%s)", p.Installer, p.Daemon, p.Date)
+			}
+			fmt.Fprintf(w, "  newer       published pairs: %s; the BOM stays on %s until their digests are read from the registry: tcpxogen bump --installer %s (rehearse offline with --source testdata)\n",
+				strings.Join(pairs, ", "), st.in.BOM.Images.Installer.Version, newer[0].Installer)
+		}
+	}
 	fmt.Fprintf(w, "  outputs     %s/ (%s)\n", rel, strings.Join(slices.Sorted(maps.Keys(st.files)), ", "))
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
 	"github.com/tcpxogen/tcpxogen/internal/coupling"
+	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 )
 
@@ -26,6 +27,19 @@ func TestDemo(t *testing.T) {
 	// summary must say the same.
 	if tcpxo.ProvenanceSubstituted {
 		want = append(want, "SUBSTITUTE")
+	}
+	// The newer published pairs (bom/releases.yaml) are named with the
+	// command that bumps to them.
+	in, err := runtimes.ShippedInputs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer := in.Releases.NewerPairs(in.BOM.Images.Installer.Version)
+	for _, p := range newer {
+		want = append(want, fmt.Sprintf("%s <-> daemon %s (%s)", p.Installer, p.Daemon, p.Date))
+	}
+	if len(newer) > 0 {
+		want = append(want, "tcpxogen bump --installer "+newer[0].Installer)
 	}
 	for _, w := range want {
 		if !strings.Contains(o.String(), w) {
