@@ -249,6 +249,7 @@ func runGuideTrainJob(t *testing.T, ctx context.Context, shipped *trainer.Cluste
 	// The pods, running: the check `validate` runs on live pods.
 	want := expectedNodePods(js)
 	pods := waitPods(t, ctx, ns, name, want, corev1.PodRunning)
+	checkGuideLaunch(t, name, pods)
 	podErr := podcheck.Check(pods, rtPod, rules)
 	launchWrong := len(verdict.Launch.Problems) > 0
 	switch {

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/e2e/harness"
 	"github.com/tcpxogen/tcpxogen/validators/performance/trainerinstall"
 )
 
@@ -32,6 +33,11 @@ func TestRenderedTrainerInstall(t *testing.T) {
 	b, err := bom.Load(filepath.Join(repoRoot, bom.RepoPath))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if b.Trainer.Version != harness.BuiltForTrainer {
+		// validate installs the trainer the BOM pins; a control plane of
+		// another trainer runs other CRDs, which this row compares with.
+		t.Skipf("validate installs the BOM's trainer %s; this control plane runs trainer %s (its row runs in make e2e)", b.Trainer.Version, harness.BuiltForTrainer)
 	}
 	src, err := trainerinstall.LinkedSources()
 	if err != nil {

@@ -294,23 +294,7 @@ func TestValidateInterrupted(t *testing.T) {
 		// the row asserts the deletion rather than timing the collector.
 		start := time.Now()
 		waitFor(t, ctx, 2*time.Minute, "the run's objects to be gone or deleted", func() (bool, error) {
-			n := 0
-			for _, l := range []client.ObjectList{&trainer.TrainingRuntimeList{}, &jobsetv1alpha2.JobSetList{}, &batchv1.JobList{}, &corev1.PodList{}} {
-				if err := cp.Client.List(ctx, l, client.InNamespace(ns)); err != nil {
-					return false, err
-				}
-				n += meta.LenList(l)
-			}
-			var jobs trainer.TrainJobList
-			if err := cp.Client.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
-				return false, err
-			}
-			for _, j := range jobs.Items {
-				if j.DeletionTimestamp == nil {
-					n++
-				}
-			}
-			return n == 0, nil
+			return runDeleted(ctx, ns)
 		}, func() string { return describeRun(ctx, ns) })
 		t.Logf("the run's objects were gone or deleted %s after validate exited", time.Since(start).Round(time.Second))
 	})
@@ -429,8 +413,35 @@ func TestValidateConcurrentRuns(t *testing.T) {
 	if len(ids) == 2 && ids[0] == ids[1] {
 		t.Errorf("both runs have ID %s", ids[0])
 	}
-	waitFor(t, ctx, time.Minute, "both runs' objects to be gone", func() (bool, error) {
-		n, err := runObjects(ctx, ns)
-		return n == 0, err
-	}, func() string { return describeNamespace(ctx, ns) })
+	waitFor(t, ctx, 2*time.Minute, "both runs' objects to be gone or deleted", func() (bool, error) {
+		return runDeleted(ctx, ns)
+	}, func() string { return describeRun(ctx, ns) })
+}
+
+// runDeleted reports whether everything a validate run created in ns is
+// gone or deleted: every object below the TrainJob gone, and the TrainJob
+// itself deleted (deletionTimestamp set). That is what validate owes. The
+// TrainJob then waits on the garbage collector's foreground finalizer,
+// which this embedded control plane sometimes releases only after a minute
+// or more with nothing left depending on it (on trainer v2.3.0 in every
+// teardown row; e2e/README.md): that wait is the collector's, not
+// validate's, so the rows assert the deletion rather than timing it.
+func runDeleted(ctx context.Context, ns string) (bool, error) {
+	n := 0
+	for _, l := range []client.ObjectList{&trainer.TrainingRuntimeList{}, &jobsetv1alpha2.JobSetList{}, &batchv1.JobList{}, &corev1.PodList{}} {
+		if err := cp.Client.List(ctx, l, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		n += meta.LenList(l)
+	}
+	var jobs trainer.TrainJobList
+	if err := cp.Client.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
+		return false, err
+	}
+	for _, j := range jobs.Items {
+		if j.DeletionTimestamp == nil {
+			n++
+		}
+	}
+	return n == 0, nil
 }

@@ -14,9 +14,7 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
@@ -232,16 +230,9 @@ func TestValidateCleanupAfterFailure(t *testing.T) {
 	}
 
 	// Teardown: nothing of the run survives, down to its pods.
-	waitFor(t, ctx, 60*time.Second, "the run's objects to be gone", func() (bool, error) {
-		left := 0
-		for _, l := range []client.ObjectList{&trainer.TrainJobList{}, &trainer.TrainingRuntimeList{}, &jobsetv1alpha2.JobSetList{}, &batchv1.JobList{}, &corev1.PodList{}} {
-			if err := cp.Client.List(ctx, l, client.InNamespace(ns)); err != nil {
-				return false, err
-			}
-			left += meta.LenList(l)
-		}
-		return left == 0, nil
-	})
+	waitFor(t, ctx, 2*time.Minute, "the run's objects to be gone or deleted", func() (bool, error) {
+		return runDeleted(ctx, ns)
+	}, func() string { return describeRun(ctx, ns) })
 
 	// Nothing else touched.
 	after := &trainer.ClusterTrainingRuntime{}
@@ -373,16 +364,9 @@ func TestValidateLauncherFails(t *testing.T) {
 	if strings.Contains(errs, "did not finish within") {
 		t.Error("validate timed out instead of seeing the TrainJob fail")
 	}
-	waitFor(t, ctx, 60*time.Second, "the run's objects to be gone", func() (bool, error) {
-		left := 0
-		for _, l := range []client.ObjectList{&trainer.TrainJobList{}, &trainer.TrainingRuntimeList{}, &jobsetv1alpha2.JobSetList{}, &batchv1.JobList{}, &corev1.PodList{}} {
-			if err := cp.Client.List(ctx, l, client.InNamespace(ns)); err != nil {
-				return false, err
-			}
-			left += meta.LenList(l)
-		}
-		return left == 0, nil
-	}, func() string { return describeNamespace(ctx, ns) })
+	waitFor(t, ctx, 2*time.Minute, "the run's objects to be gone or deleted", func() (bool, error) {
+		return runDeleted(ctx, ns)
+	}, func() string { return describeRun(ctx, ns) })
 }
 
 // TestValidatePasses runs validate's whole live path on the declared row:

@@ -28,7 +28,6 @@ import (
 	"github.com/go-logr/logr/funcr"
 	"github.com/google/uuid"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
-	"github.com/kubeflow/trainer/v2/pkg/config"
 	trainercontroller "github.com/kubeflow/trainer/v2/pkg/controller"
 	runtimecore "github.com/kubeflow/trainer/v2/pkg/runtime/core"
 	trainerwebhooks "github.com/kubeflow/trainer/v2/pkg/webhooks"
@@ -49,7 +48,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	apiservertesting "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
-	jobcontroller "k8s.io/kubernetes/pkg/controller/job"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -150,6 +148,9 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 
 	cp.Modules, err = moduleDirs(TrainerModule, JobSetModule, NetworkModule)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkLinkedTrainer(cp.Modules[TrainerModule]); err != nil {
 		return nil, err
 	}
 
@@ -396,7 +397,7 @@ func readWebhooks(file string) ([]*admissionv1.MutatingWebhookConfiguration, []*
 func (cp *ControlPlane) startJobController(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	factory := informers.NewSharedInformerFactory(cp.Kube, 0)
-	jc, err := jobcontroller.NewController(ctx, factory.Core().V1().Pods(), factory.Batch().V1().Jobs(), cp.Kube)
+	jc, err := newJobController(ctx, factory, cp.Kube)
 	if err != nil {
 		cancel()
 		return err
@@ -413,7 +414,7 @@ func (cp *ControlPlane) startJobController(ctx context.Context) error {
 // controllers and webhooks (as its cmd/trainer-controller-manager does,
 // without the cert-controller: envtest made the serving certificate).
 func (cp *ControlPlane) startManager(ctx context.Context, hooks *envtest.WebhookInstallOptions, logger logr.Logger) error {
-	_, trainerCfg, err := config.Load(cp.Scheme, "", false)
+	trainerCfg, err := loadTrainerConfig(cp.Scheme)
 	if err != nil {
 		return fmt.Errorf("trainer default configuration: %w", err)
 	}
@@ -440,10 +441,10 @@ func (cp *ControlPlane) startManager(ctx context.Context, hooks *envtest.Webhook
 	if err := jobsetcontrollers.SetupPodIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return fail(fmt.Errorf("jobset pod indexes: %w", err))
 	}
-	if err := jobsetcontrollers.NewJobSetReconciler(mgr.GetClient(), mgr.GetScheme(), mgr.GetEventRecorderFor("jobset")).SetupWithManager(mgr); err != nil {
+	if err := jobsetcontrollers.NewJobSetReconciler(mgr.GetClient(), mgr.GetScheme(), jobSetRecorder(mgr, "jobset")).SetupWithManager(mgr); err != nil {
 		return fail(fmt.Errorf("jobset controller: %w", err))
 	}
-	if err := jobsetcontrollers.NewPodReconciler(mgr.GetClient(), mgr.GetScheme(), mgr.GetEventRecorderFor("pod")).SetupWithManager(mgr); err != nil {
+	if err := jobsetcontrollers.NewPodReconciler(mgr.GetClient(), mgr.GetScheme(), jobSetRecorder(mgr, "pod")).SetupWithManager(mgr); err != nil {
 		return fail(fmt.Errorf("jobset pod controller: %w", err))
 	}
 	mgr.GetWebhookServer().Register(jobSetDefaultingPath, admission.WithCustomDefaulter(cp.Scheme, &jobsetv1alpha2.JobSet{}, jobSetDefaulter{}))
@@ -489,7 +490,12 @@ func (cp *ControlPlane) startManager(ctx context.Context, hooks *envtest.Webhook
 // harness installs the manifests shipped inside them, at the versions
 // linked into the test binary.
 func moduleDirs(mods ...string) (map[string]string, error) {
-	out, err := exec.Command("go", append([]string{"list", "-m", "-f", "{{.Path}} {{.Dir}}"}, mods...)...).Output()
+	modfile, err := modfileFlags()
+	if err != nil {
+		return nil, err
+	}
+	args := append(append([]string{"list", "-m"}, modfile...), "-f", "{{.Path}} {{.Dir}}")
+	out, err := exec.Command("go", append(args, mods...)...).Output()
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {

@@ -20,6 +20,29 @@ type processTB struct {
 
 func newProcessTB(w io.Writer) *processTB { return &processTB{w: w} }
 
+// Attr and Chdir are testing.TB's (Go 1.25 and 1.24), which
+// k8s.io/kubernetes 1.36's ktesting.TB requires (1.35's does not). An
+// attribute is reported as a log line, as testing does; Chdir changes the
+// process's directory until the API server is torn down.
+func (t *processTB) Attr(key, value string) {
+	fmt.Fprintf(t.w, "=== ATTR %s %s %s\n", t.Name(), key, value)
+}
+
+func (t *processTB) Chdir(dir string) {
+	old, err := os.Getwd()
+	if err != nil {
+		t.Fatalf("Chdir: %v", err)
+	}
+	if err := os.Chdir(dir); err != nil {
+		t.Fatalf("Chdir: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := os.Chdir(old); err != nil {
+			t.Errorf("Chdir back to %s: %v", old, err)
+		}
+	})
+}
+
 func (t *processTB) Cleanup(f func()) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
