@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/CycloneDX/cyclonedx-go v0.12.0
+	github.com/GoogleCloudPlatform/gke-networking-api v0.2.11
 	github.com/dave/jennifer v1.7.1
 	github.com/go-logr/logr v1.4.3
 	github.com/google/go-cmp v0.7.0
