@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,10 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tcpxogen/tcpxogen/internal/access"
-	"github.com/tcpxogen/tcpxogen/internal/inputfile"
+	kubeconfigpkg "github.com/tcpxogen/tcpxogen/internal/kubeconfig"
 	"github.com/tcpxogen/tcpxogen/validators/performance/lifecycle"
 )
 
@@ -69,20 +67,13 @@ func (c *Clients) cluster() lifecycle.Cluster {
 // pod's service account when running inside a cluster. Configuration
 // problems are bad input (exit 2): only the user can fix them.
 func Connect(kubeconfig, kubeContext string) (*Clients, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	if err := checkKubeconfigs(rules); err != nil {
+	cfg, err := kubeconfigpkg.Load(kubeconfig, kubeContext, "tcpxogen-validate", "validate")
+	if _, bad := errors.AsType[*kubeconfigpkg.InputError](err); bad {
+		return nil, &InputError{err}
+	}
+	if err != nil {
 		return nil, err
 	}
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext})
-	cfg, err := cc.ClientConfig()
-	switch {
-	case clientcmd.IsEmptyConfig(err):
-		return nil, badInput("no cluster to validate: no kubeconfig was found ($KUBECONFIG, ~/.kube/config) and this is not a pod with a service account; pass --kubeconfig FILE, set KUBECONFIG, or run inside the cluster")
-	case err != nil:
-		return nil, badInput("loading the cluster configuration: %w; check --kubeconfig (or KUBECONFIG) and --context", err)
-	}
-	cfg.UserAgent = "tcpxogen-validate"
 	// Every client below goes through the guard; Run binds it to
 	// --namespace before the first request that needs a permission.
 	base, err := access.Validate.Bind("")
@@ -146,25 +137,4 @@ func readError(what string, gvr schema.GroupVersionResource, verb string, err er
 		return fmt.Errorf("reading %s: %w; the validator needs %s on %s", what, err, verb, gvr.GroupResource())
 	}
 	return fmt.Errorf("reading %s: %w", what, err)
-}
-
-// checkKubeconfigs puts the files client-go is about to read through the
-// input helper first: client-go reads whatever it is given whole, so a FIFO
-// would hang it and a device would exhaust memory. A missing file on the
-// KUBECONFIG list is left to client-go, which skips it as kubectl does.
-func checkKubeconfigs(rules *clientcmd.ClientConfigLoadingRules) error {
-	paths := rules.GetLoadingPrecedence()
-	if rules.ExplicitPath != "" {
-		paths = []string{rules.ExplicitPath}
-	}
-	for _, p := range paths {
-		err := inputfile.Check(p, inputfile.Spec{What: "kubeconfig", Max: inputfile.MaxKubeconfig})
-		switch {
-		case errors.Is(err, fs.ErrNotExist) && p != rules.ExplicitPath:
-			continue
-		case err != nil:
-			return badInput("%w; check --kubeconfig (or KUBECONFIG)", err)
-		}
-	}
-	return nil
 }
