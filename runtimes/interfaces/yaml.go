@@ -288,3 +288,18 @@ func syntaxError(data []byte, err error) error {
 	return &Error{Line: line, Path: "the document", Problem: "is not valid YAML (" + msg + ")",
 		Fix: yamlstrict.SyntaxHints.Fix(msg, "fix the YAML syntax; the document should be "+yamlShape), Err: err}
 }
+
+// ValuesYAML is the document ParseYAML reads, for m: what `tcpxogen
+// discover -o values` writes for `render runtime --values`. "" for the
+// zero Mapping.
+func (m Mapping) ValuesYAML() string {
+	if m.IsZero() {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(yamlKey + ":\n")
+	for _, bd := range m.Bindings() {
+		fmt.Fprintf(&b, "  - {interfaceName: %s, network: %q}\n", bd.Interface, bd.Network)
+	}
+	return b.String()
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/bumpcmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/checkcmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/clustercmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/democmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/extractcmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/ncclreportcmd"
@@ -33,6 +34,7 @@ func allCommands() cli.Commands {
 	maps.Copy(cmds, democmd.Commands())
 	maps.Copy(cmds, validatecmd.Commands())
 	maps.Copy(cmds, bumpcmd.Commands())
+	maps.Copy(cmds, clustercmd.Commands())
 	return cmds
 }
 
@@ -172,6 +174,7 @@ func TestHostileInputs(t *testing.T) {
 		"validate --trainer-manifests": func(_ *testing.T, p string) []string {
 			return []string{"validate", "--recipe", recipe, "--trainer-manifests", p, "--dry-run", "--root", root}
 		},
+		"discover --kubeconfig": func(_ *testing.T, p string) []string { return []string{"discover", "--kubeconfig", p} },
 		"extract (bom.yaml)": func(t *testing.T, p string) []string {
 			return []string{"extract", "--root", dataRoot(t, p), "--source", "testdata", "--cache-dir", ""}
 		},
@@ -326,7 +329,7 @@ func TestHelpGoesToStdout(t *testing.T) {
 	for _, args := range [][]string{
 		{"--help"}, {"help"}, {"extract", "--help"}, {"render", "--help"}, {"render", "runtime", "--help"},
 		{"render", "components", "-h"}, {"check", "--help"}, {"check", "trainjob", "--help"}, {"sbom", "--help"},
-		{"nccl-report", "--help"}, {"validate", "--help"}, {"demo", "--help"},
+		{"nccl-report", "--help"}, {"validate", "--help"}, {"demo", "--help"}, {"discover", "--help"},
 	} {
 		var o, e bytes.Buffer
 		code := cli.Main(context.Background(), args, cli.Streams{Out: &o, Err: &e}, allCommands())

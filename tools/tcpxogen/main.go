@@ -8,6 +8,7 @@
 //	tcpxogen render components
 //	tcpxogen bump --installer TAG [--source registry|testdata|oci-layout:DIR] [--dry-run] [--summary FILE]
 //	tcpxogen review [--base REV]
+//	tcpxogen discover [--kubeconfig F] [--context C] [--node-selector SEL] [-o interfaces|values|yaml]
 //
 // Run `tcpxogen help` for every subcommand.
 package main
@@ -21,6 +22,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/bumpcmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/checkcmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/clustercmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/democmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/extractcmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/ncclreportcmd"
@@ -38,6 +40,7 @@ func main() {
 	maps.Copy(cmds, democmd.Commands())
 	maps.Copy(cmds, validatecmd.Commands())
 	maps.Copy(cmds, bumpcmd.Commands())
+	maps.Copy(cmds, clustercmd.Commands())
 	// SIGINT and SIGTERM cancel the command (its cleanup runs); a second
 	// signal exits at once, printing what it leaves on a cluster.
 	ctx, stop := interrupt.Notify(context.Background(), os.Stderr, os.Exit)

@@ -1,0 +1,92 @@
+// Package clustercmd is `tcpxogen discover`: the flags and output of the
+// GPU-NIC discovery, which is package validators/cluster.
+//
+// Exit status: 0 the mapping was discovered; 1 the cluster's nodes or
+// networks do not give one mapping (named); 2 bad input (a flag, the
+// kubeconfig).
+package clustercmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/pflag"
+	"sigs.k8s.io/yaml"
+
+	"github.com/tcpxogen/tcpxogen/internal/access"
+	"github.com/tcpxogen/tcpxogen/internal/kubeconfig"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
+	"github.com/tcpxogen/tcpxogen/validators/cluster"
+)
+
+// Commands returns the discover command.
+func Commands() cli.Commands {
+	return cli.Commands{"discover": {
+		Summary: "read the GPU-NIC networks from the A3 Mega nodes, in host-NIC order (-o interfaces|values|yaml)",
+		Run:     discover,
+	}}
+}
+
+// ConnectFlags are the flags of every command that reads the cluster.
+type ConnectFlags struct {
+	Kubeconfig, Context, Namespace, NodeSelector *string
+}
+
+// AddConnectFlags declares --kubeconfig, --context, --namespace and
+// --node-selector on fs.
+func AddConnectFlags(fs *pflag.FlagSet) ConnectFlags {
+	return ConnectFlags{
+		Kubeconfig:   fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the pod's service account)"),
+		Context:      fs.String("context", "", "kubeconfig context (default: the current context)"),
+		Namespace:    fs.String("namespace", access.InstallerNamespace, "the namespace the NCCL plugin installer runs in"),
+		NodeSelector: fs.String("node-selector", cluster.DefaultNodeSelector, "label selector of the target GPU nodes"),
+	}
+}
+
+// Connect builds the guarded clients of list; configuration problems are
+// bad input.
+func (f ConnectFlags) Connect(list access.List) (*cluster.Clients, error) {
+	c, err := cluster.Connect(list, *f.Kubeconfig, *f.Context, *f.Namespace)
+	if _, bad := errors.AsType[*kubeconfig.InputError](err); bad {
+		return nil, cli.BadInput("%w", err)
+	}
+	return c, err
+}
+
+func discover(ctx context.Context, args []string, s cli.Streams) error {
+	fs := cli.NewFlags("discover", "discover [--kubeconfig F] [--context C] [--node-selector SEL] [-o interfaces|values|yaml]\n\nRead-only. RBAC: tcpxogen render rbac --for discover | kubectl apply -f -", s)
+	cf := AddConnectFlags(fs)
+	format := fs.StringP("output", "o", "interfaces", "interfaces (the --interfaces value of render runtime), values (the --values file of render runtime) or yaml (the mapping and each node's NICs)")
+	if err := cli.Parse(fs, args); err != nil {
+		return err
+	}
+	switch *format {
+	case "interfaces", "values", "yaml":
+	default:
+		return cli.BadInput("-o %q: use interfaces, values or yaml", *format)
+	}
+	c, err := cf.Connect(access.Discover)
+	if err != nil {
+		return err
+	}
+	found, err := cluster.RunDiscover(ctx, c, *cf.NodeSelector)
+	if err != nil {
+		return err
+	}
+	switch *format {
+	case "interfaces":
+		_, err = fmt.Fprintln(s.Out, found.Interfaces)
+	case "values":
+		_, err = fmt.Fprint(s.Out, found.Mapping.ValuesYAML())
+	case "yaml":
+		var data []byte
+		if data, err = json.Marshal(found); err == nil {
+			if data, err = yaml.JSONToYAML(data); err == nil {
+				_, err = s.Out.Write(data)
+			}
+		}
+	}
+	return err
+}

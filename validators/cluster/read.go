@@ -1,0 +1,155 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	networkv1 "github.com/GoogleCloudPlatform/gke-networking-api/apis/network/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/tcpxogen/tcpxogen/internal/access"
+	"github.com/tcpxogen/tcpxogen/internal/kubeconfig"
+)
+
+// DefaultNodeSelector selects A3 Mega GPU nodes by the accelerator label GKE
+// sets (cloud.google.com/gke-accelerator, the shipped runtime's node
+// selector).
+const DefaultNodeSelector = "cloud.google.com/gke-accelerator=nvidia-h100-mega-80gb"
+
+// Clients are what discover and check cluster read through, every request
+// held to the command's declared permissions (package access).
+type Clients struct {
+	Kube    kubernetes.Interface
+	Dynamic dynamic.Interface
+	Guard   *access.Guard
+	Host    string
+}
+
+// Connect builds the clients of command (access.Discover or
+// access.CheckCluster) from --kubeconfig and --context, guarded by its
+// declared list bound to namespace (the installer's).
+func Connect(list access.List, kubeconfigPath, kubeContext, namespace string) (*Clients, error) {
+	cfg, err := kubeconfig.Load(kubeconfigPath, kubeContext, "tcpxogen-"+list.Command, "read")
+	if err != nil {
+		return nil, err
+	}
+	b, err := list.Bind(namespace)
+	if err != nil {
+		return nil, &kubeconfig.InputError{Err: fmt.Errorf("--namespace: %w", err)}
+	}
+	guard := access.NewGuard(b)
+	guard.Wrap(cfg)
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building the Kubernetes client for %s: %w", cfg.Host, err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building the dynamic client for %s: %w", cfg.Host, err)
+	}
+	return &Clients{Kube: kube, Dynamic: dyn, Guard: guard, Host: cfg.Host}, nil
+}
+
+// Networks are the GKE multi-network objects the cluster holds.
+type Networks struct {
+	Networks  []networkv1.Network
+	ParamSets []networkv1.GKENetworkParamSet
+}
+
+// ReadNodes lists the target nodes.
+func ReadNodes(ctx context.Context, c *Clients, selector string) ([]corev1.Node, error) {
+	list, err := c.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, c.Guard.Explain(fmt.Errorf("listing the nodes (selector %q) on %s: %w", selector, c.Host, err))
+	}
+	return list.Items, nil
+}
+
+// ReadNetworks lists the Network and GKENetworkParamSet objects. A cluster
+// without GKE multi-networking serves neither kind: that reads as none.
+func ReadNetworks(ctx context.Context, c *Clients) (Networks, error) {
+	var out Networks
+	if err := list(ctx, c, "networks", &out.Networks); err != nil {
+		return out, err
+	}
+	if err := list(ctx, c, "gkenetworkparamsets", &out.ParamSets); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+func list[T any](ctx context.Context, c *Clients, resource string, into *[]T) error {
+	ul, err := c.Dynamic.Resource(networkv1.SchemeGroupVersion.WithResource(resource)).List(ctx, metav1.ListOptions{})
+	if meta.IsNoMatchError(err) || isNotServed(err) {
+		return nil
+	}
+	if err != nil {
+		return c.Guard.Explain(fmt.Errorf("listing %s.%s on %s: %w", resource, networkv1.GroupName, c.Host, err))
+	}
+	for _, u := range ul.Items {
+		var v T
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &v); err != nil {
+			return fmt.Errorf("%s %s does not decode as GKE's %s type: %w", resource, u.GetName(), networkv1.SchemeGroupVersion, err)
+		}
+		*into = append(*into, v)
+	}
+	return nil
+}
+
+// NetworkProblems names each mapped network whose objects are missing, not
+// of Device type (the GPU NICs are Device networks: GKE's A3 Mega
+// instructions create them with type: Device), or not Ready, with its
+// GKENetworkParamSet.
+func NetworkProblems(want []string, have Networks) []string {
+	var out []string
+	for _, name := range want {
+		i := slices.IndexFunc(have.Networks, func(n networkv1.Network) bool { return n.Name == name })
+		if i < 0 {
+			out = append(out, fmt.Sprintf("Network %s is missing (kubectl get networks): create it as a Device network with its GKENetworkParamSet", name))
+			continue
+		}
+		n := have.Networks[i]
+		if n.Spec.Type != networkv1.DeviceNetworkType {
+			out = append(out, fmt.Sprintf("Network %s is of type %s, not %s: the GPU NICs are Device networks", name, n.Spec.Type, networkv1.DeviceNetworkType))
+		}
+		if !meta.IsStatusConditionTrue(n.Status.Conditions, string(networkv1.NetworkConditionStatusReady)) {
+			out = append(out, fmt.Sprintf("Network %s is not Ready%s", name, conditionWhy(n.Status.Conditions, string(networkv1.NetworkConditionStatusReady))))
+		}
+		params := name
+		if ref := n.Spec.ParametersRef; ref != nil && ref.Name != "" {
+			params = ref.Name
+		}
+		j := slices.IndexFunc(have.ParamSets, func(p networkv1.GKENetworkParamSet) bool { return p.Name == params })
+		if j < 0 {
+			out = append(out, fmt.Sprintf("GKENetworkParamSet %s of Network %s is missing (kubectl get gkenetworkparamsets)", params, name))
+			continue
+		}
+		if p := have.ParamSets[j]; !meta.IsStatusConditionTrue(p.Status.Conditions, string(networkv1.GKENetworkParamSetStatusReady)) {
+			out = append(out, fmt.Sprintf("GKENetworkParamSet %s of Network %s is not Ready%s", params, name, conditionWhy(p.Status.Conditions, string(networkv1.GKENetworkParamSetStatusReady))))
+		}
+	}
+	return out
+}
+
+func conditionWhy(cs []metav1.Condition, t string) string {
+	c := meta.FindStatusCondition(cs, t)
+	if c == nil {
+		return " (no " + t + " condition)"
+	}
+	why := strings.TrimSpace(c.Reason + ": " + c.Message)
+	return fmt.Sprintf(" (%s %s, %s)", t, c.Status, strings.Trim(why, ": "))
+}
+
+// isNotServed tells a 404 for the whole resource (the CRD is not installed)
+// from other errors.
+func isNotServed(err error) bool {
+	return apierrors.IsNotFound(err)
+}
