@@ -159,6 +159,9 @@ func (n NodeNICs) Mapping() (interfaces.Mapping, error) {
 			bad = append(bad, fmt.Sprintf("network %s sits on host NIC %s (%s), which is not a GPU NIC (%s)", nic.Network, nic.HostNIC, nic.PCIAddress, strings.Join([]string{gpu[0], gpu[len(gpu)-1]}, "..")))
 			continue
 		}
+		if i := slices.IndexFunc(n.NICs, func(o NIC) bool { return o.PCIAddress == nic.PCIAddress && o.HostNIC != nic.HostNIC }); i >= 0 || nic.PCIAddress == "" {
+			bad = append(bad, fmt.Sprintf("GPU NIC %s has PCI address %q, not a slot of its own", nic.HostNIC, nic.PCIAddress))
+		}
 		if prev, dup := onNIC[nic.HostNIC]; dup {
 			bad = append(bad, fmt.Sprintf("networks %s and %s both sit on host NIC %s", prev.Network, nic.Network, nic.HostNIC))
 			continue

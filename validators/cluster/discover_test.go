@@ -153,3 +153,13 @@ func TestDiscoveredMappingRoundTrips(t *testing.T) {
 		t.Error("an empty binding")
 	}
 }
+
+// Eight GPU NICs must sit on eight distinct PCI slots.
+func TestDiscoverRefusesASharedSlot(t *testing.T) {
+	nics := a3Mega(vpcs(8))
+	nics[2].pci = nics[1].pci
+	_, err := Discover(nodesOf(t, nodeSpec{"n0", nics}))
+	if err == nil || !strings.Contains(err.Error(), `GPU NIC eth2 has PCI address "0000:06:00.0", not a slot of its own`) {
+		t.Errorf("err %v", err)
+	}
+}
