@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -152,4 +154,65 @@ func conditionWhy(cs []metav1.Condition, t string) string {
 // from other errors.
 func isNotServed(err error) bool {
 	return apierrors.IsNotFound(err)
+}
+
+// ShippedRuntime is the ClusterTrainingRuntime whose tcpxo-daemon check
+// cluster holds to the installer's pair (runtimes.RuntimeName, spelled out
+// here as internal/access does; a test holds them together).
+const ShippedRuntime = "torch-distributed-tcpxo"
+
+// ReadState reads what check cluster judges: the target nodes, the GKE
+// Networks, the installer's pods in namespace, and the deployed shipped
+// runtime's tcpxo-daemon images.
+func ReadState(ctx context.Context, c *Clients, selector, namespace string) (State, error) {
+	var st State
+	var err error
+	if st.Nodes, err = ReadNodes(ctx, c, selector); err != nil {
+		return st, err
+	}
+	if st.Networks, err = ReadNetworks(ctx, c); err != nil {
+		return st, err
+	}
+	pods, err := c.Kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: InstallerLabel})
+	if err != nil {
+		return st, c.Guard.Explain(fmt.Errorf("listing the installer's pods (%s) in namespace %s: %w", InstallerLabel, namespace, err))
+	}
+	st.InstallerPods = pods.Items
+	rts, err := c.Dynamic.Resource(trainerRuntimes).List(ctx, metav1.ListOptions{})
+	switch {
+	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
+		return st, nil
+	case err != nil:
+		return st, c.Guard.Explain(fmt.Errorf("listing the ClusterTrainingRuntimes: %w", err))
+	}
+	for _, rt := range rts.Items {
+		if rt.GetName() == ShippedRuntime {
+			st.DaemonImages = append([]string{}, imagesOf(rt.Object, DaemonContainer)...)
+		}
+	}
+	return st, nil
+}
+
+var trainerRuntimes = schema.GroupVersionResource{Group: "trainer.kubeflow.org", Version: "v1alpha1", Resource: "clustertrainingruntimes"}
+
+// imagesOf finds the image of every container named name anywhere in a
+// decoded object (the runtime nests its pod templates in its job templates).
+func imagesOf(v any, name string) []string {
+	var out []string
+	switch x := v.(type) {
+	case map[string]any:
+		if n, _ := x["name"].(string); n == name {
+			if img, ok := x["image"].(string); ok {
+				out = append(out, img)
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			out = append(out, imagesOf(x[k], name)...)
+		}
+	case []any:
+		for _, e := range x {
+			out = append(out, imagesOf(e, name)...)
+		}
+	}
+	return out
 }

@@ -19,34 +19,52 @@ import (
 // gkeNetworks are the Network and GKENetworkParamSet objects GKE's A3 Mega
 // setup creates for each GPU NIC: a Device network referencing its params,
 // both Ready.
-func gkeNetworks(t *testing.T, names []string, ready bool) []runtime.Object {
+func typedNetworks(t *testing.T, names []string) Networks {
 	t.Helper()
+	return networksReady(names, true)
+}
+
+func networksReady(names []string, ready bool) Networks {
 	status := metav1.ConditionTrue
 	if !ready {
 		status = metav1.ConditionFalse
 	}
-	var out []runtime.Object
+	var out Networks
 	for _, n := range names {
-		net := &networkv1.Network{
+		out.Networks = append(out.Networks, networkv1.Network{
 			TypeMeta:   metav1.TypeMeta{APIVersion: networkv1.SchemeGroupVersion.String(), Kind: "Network"},
 			ObjectMeta: metav1.ObjectMeta{Name: n},
 			Spec: networkv1.NetworkSpec{Type: networkv1.DeviceNetworkType,
 				ParametersRef: &networkv1.NetworkParametersReference{Group: networkv1.GroupName, Kind: "GKENetworkParamSet", Name: n}},
 			Status: networkv1.NetworkStatus{Conditions: []metav1.Condition{{Type: string(networkv1.NetworkConditionStatusReady), Status: status, Reason: "NetworkReady", LastTransitionTime: metav1.Now()}}},
-		}
-		params := &networkv1.GKENetworkParamSet{
+		})
+		out.ParamSets = append(out.ParamSets, networkv1.GKENetworkParamSet{
 			TypeMeta:   metav1.TypeMeta{APIVersion: networkv1.SchemeGroupVersion.String(), Kind: "GKENetworkParamSet"},
 			ObjectMeta: metav1.ObjectMeta{Name: n},
 			Spec:       networkv1.GKENetworkParamSetSpec{VPC: "vpc-" + n, VPCSubnet: "sub-" + n, DeviceMode: networkv1.NetDevice},
 			Status:     networkv1.GKENetworkParamSetStatus{Conditions: []metav1.Condition{{Type: string(networkv1.GKENetworkParamSetStatusReady), Status: metav1.ConditionTrue, Reason: "GNPReady", LastTransitionTime: metav1.Now()}}},
+		})
+	}
+	return out
+}
+
+// gkeNetworks are the Network and GKENetworkParamSet objects GKE's A3 Mega
+// setup creates for each GPU NIC (a Device network referencing its params),
+// as the dynamic client serves them.
+func gkeNetworks(t *testing.T, names []string, ready bool) []runtime.Object {
+	t.Helper()
+	nets := networksReady(names, ready)
+	var objs []any
+	for i := range nets.Networks {
+		objs = append(objs, &nets.Networks[i], &nets.ParamSets[i])
+	}
+	var out []runtime.Object
+	for _, o := range objs {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
+			t.Fatal(err)
 		}
-		for _, o := range []any{net, params} {
-			u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, &unstructured.Unstructured{Object: u})
-		}
+		out = append(out, &unstructured.Unstructured{Object: u})
 	}
 	return out
 }
