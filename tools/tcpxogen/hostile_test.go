@@ -175,6 +175,7 @@ func TestHostileInputs(t *testing.T) {
 			return []string{"validate", "--recipe", recipe, "--trainer-manifests", p, "--dry-run", "--root", root}
 		},
 		"discover --kubeconfig": func(_ *testing.T, p string) []string { return []string{"discover", "--kubeconfig", p} },
+		"check cluster --recipe": func(_ *testing.T, p string) []string { return []string{"check", "cluster", "--recipe", p} },
 		"extract (bom.yaml)": func(t *testing.T, p string) []string {
 			return []string{"extract", "--root", dataRoot(t, p), "--source", "testdata", "--cache-dir", ""}
 		},
@@ -329,7 +330,7 @@ func TestHelpGoesToStdout(t *testing.T) {
 	for _, args := range [][]string{
 		{"--help"}, {"help"}, {"extract", "--help"}, {"render", "--help"}, {"render", "runtime", "--help"},
 		{"render", "components", "-h"}, {"check", "--help"}, {"check", "trainjob", "--help"}, {"sbom", "--help"},
-		{"nccl-report", "--help"}, {"validate", "--help"}, {"demo", "--help"}, {"discover", "--help"},
+		{"nccl-report", "--help"}, {"validate", "--help"}, {"demo", "--help"}, {"discover", "--help"}, {"check", "cluster", "--help"},
 	} {
 		var o, e bytes.Buffer
 		code := cli.Main(context.Background(), args, cli.Streams{Out: &o, Err: &e}, allCommands())

@@ -48,3 +48,13 @@ func RunDiscover(ctx context.Context, c *Clients, selector string) (Found, error
 	}
 	return f, nil
 }
+
+// RunCheck reads the cluster and judges it (Check); a node the selector
+// does not match is not read.
+func RunCheck(ctx context.Context, c *Clients, selector, namespace string, want Expect) ([]Finding, error) {
+	st, err := ReadState(ctx, c, selector, namespace)
+	if err != nil {
+		return nil, err
+	}
+	return Check(st, want), nil
+}

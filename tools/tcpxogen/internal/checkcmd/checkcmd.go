@@ -10,11 +10,12 @@ import (
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/internal/coupling"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/clustercmd"
 )
 
 // Commands returns the check command set.
 func Commands() cli.Commands {
-	return cli.Commands{"check": {Summary: "coupling check (make bom-check); --release adds the release gate (make release-check); `check trainjob [-v] FILE...` lints every TrainJob in the files: wiring and launch", Run: run}}
+	return cli.Commands{"check": {Summary: "coupling check (make bom-check); --release adds the release gate (make release-check); `check trainjob [-v] FILE...` lints every TrainJob in the files: wiring and launch; `check cluster` checks the GPU pool's NIC topology, installer and GKE version", Run: run}}
 }
 
 // errFailed carries the exit status of a check that ran and found problems;
@@ -25,7 +26,10 @@ func run(ctx context.Context, args []string, s cli.Streams) error {
 	if len(args) > 0 && args[0] == "trainjob" {
 		return lintTrainJob(ctx, args[1:], s)
 	}
-	fs := cli.NewFlags("check", "check [--root DIR] [--release]  |  check trainjob [-v] FILE...", s)
+	if len(args) > 0 && args[0] == "cluster" {
+		return clustercmd.CheckCluster(ctx, args[1:], s)
+	}
+	fs := cli.NewFlags("check", "check [--root DIR] [--release]  |  check trainjob [-v] FILE...  |  check cluster [--recipe FILE] [--kubeconfig F]", s)
 	root := fs.String("root", "", "repository root (default: found upwards from the working directory)")
 	release := fs.Bool("release", false, "also require provenance from the pinned image and every pinned digest to resolve in its registry")
 	cacheDir := fs.String("cache-dir", cli.DefaultCacheDir(), "blob cache re-extraction may read (the check never uses the network for it)")

@@ -1,5 +1,6 @@
-// Package clustercmd is `tcpxogen discover`: the flags and output of the
-// GPU-NIC discovery, which is package validators/cluster.
+// Package clustercmd is `tcpxogen discover` and `tcpxogen check cluster`:
+// the flags and output of the GPU-NIC discovery and the cluster check, which
+// are package validators/cluster.
 //
 // Exit status: 0 the mapping was discovered; 1 the cluster's nodes or
 // networks do not give one mapping (named); 2 bad input (a flag, the
@@ -15,10 +16,13 @@ import (
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/internal/access"
 	"github.com/tcpxogen/tcpxogen/internal/kubeconfig"
+	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 	"github.com/tcpxogen/tcpxogen/validators/cluster"
+	"github.com/tcpxogen/tcpxogen/validators/performance/recipe"
 )
 
 // Commands returns the discover command.
@@ -89,4 +93,80 @@ func discover(ctx context.Context, args []string, s cli.Streams) error {
 		}
 	}
 	return err
+}
+
+// errFailed carries check cluster's exit status once its findings are
+// printed.
+var errFailed = errors.New("the cluster check failed")
+
+// CheckCluster is `tcpxogen check cluster`, dispatched by `check`.
+func CheckCluster(ctx context.Context, args []string, s cli.Streams) error {
+	fs := cli.NewFlags("check cluster", "check cluster [--kubeconfig F] [--context C] [--recipe FILE] [--node-selector SEL] [--namespace NS] [-v]\n\nRead-only. RBAC: tcpxogen render rbac --for check-cluster | kubectl apply -f -", s)
+	cf := AddConnectFlags(fs)
+	recipePath := fs.String("recipe", "", "recipe whose GPU-NIC mapping every node must carry (default: the nodes must agree among themselves)")
+	root := fs.String("root", "", "repository root whose bom/ to check against (default: the BOM built into the binary)")
+	verbose := fs.BoolP("verbose", "v", false, "print every finding, the passing ones too")
+	if err := cli.Parse(fs, args); err != nil {
+		return err
+	}
+	b, rel, err := loadBOM(*root)
+	if err != nil {
+		return cli.BadInput("%w", err)
+	}
+	want := cluster.Expect{BOM: b, Releases: rel}
+	if *recipePath != "" {
+		r, err := recipe.Load(*recipePath)
+		if err != nil {
+			return cli.BadInput("--recipe: %w", err)
+		}
+		want.Mapping = r.Interfaces()
+	}
+	c, err := cf.Connect(access.CheckCluster)
+	if err != nil {
+		return err
+	}
+	findings, err := cluster.RunCheck(ctx, c, *cf.NodeSelector, *cf.Namespace, want)
+	if err != nil {
+		return err
+	}
+	counts := map[cluster.Level]int{}
+	for _, f := range findings {
+		counts[f.Level]++
+		if *verbose || f.Level != cluster.OK {
+			if _, err := fmt.Fprintln(s.Out, f); err != nil {
+				return err
+			}
+		}
+	}
+	verdict := "PASS"
+	if cluster.Failed(findings) {
+		verdict = "FAIL"
+	}
+	if _, err := fmt.Fprintf(s.Out, "check cluster: %s (%d failed, %d warnings, %d ok)\n", verdict, counts[cluster.Fail], counts[cluster.Warn], counts[cluster.OK]); err != nil {
+		return err
+	}
+	if verdict == "FAIL" {
+		return errFailed
+	}
+	return nil
+}
+
+// loadBOM reads the BOM and release table of --root, else the ones built
+// into the binary (what it was released with), as render runtime does.
+func loadBOM(root string) (*bom.BOM, *bom.Releases, error) {
+	load := runtimes.ShippedInputs
+	if root != "" {
+		load = func() (*runtimes.Inputs, error) {
+			r, err := bom.ResolveRoot(root)
+			if err != nil {
+				return nil, err
+			}
+			return runtimes.LoadInputs(r)
+		}
+	}
+	in, err := load()
+	if err != nil {
+		return nil, nil, err
+	}
+	return in.BOM, in.Releases, nil
 }
