@@ -1,5 +1,7 @@
 package access
 
+import "slices"
+
 // The API groups the lists name.
 const (
 	groupCore        = ""
@@ -105,36 +107,34 @@ var Validate = List{
 // (runtimes/components.yaml).
 const InstallerNamespace = "kube-system"
 
-// readCluster are the reads of `discover` and `check cluster`: what the
-// cluster's GPU nodes, installer and GKE multi-network objects are.
-var readCluster = []Rule{
+// readNetworks are what `discover` reads: the GPU nodes and GKE's
+// multi-network objects.
+var readNetworks = []Rule{
 	{Verbs: []string{"list"}, Group: groupCore, Resource: "nodes", Scope: ClusterWide,
-		For: "read the GPU nodes: accelerator, machine type, networks"},
-	{Verbs: []string{"list"}, Group: groupCore, Resource: "pods", Scope: InNamespace,
-		For: "read the installer's pods and their images"},
-	{Verbs: []string{"list"}, Group: groupApps, Resource: "daemonsets", Scope: InNamespace,
-		For: "read the installer and device injector DaemonSets"},
+		For: "read the GPU nodes: their advertised networks and NIC annotations"},
 	{Verbs: []string{"list"}, Group: groupGKENetworks, Resource: "networks", Scope: ClusterWide,
 		For: "read GKE's multi-network Networks (the GPU-NIC networks)"},
 	{Verbs: []string{"list"}, Group: groupGKENetworks, Resource: "gkenetworkparamsets", Scope: ClusterWide,
 		For: "read GKE's GKENetworkParamSets (which VPC and subnet each Network is)"},
-	{Verbs: []string{"list"}, Group: groupTrainer, Resource: "clustertrainingruntimes", Scope: ClusterWide,
-		For: "read the deployed ClusterTrainingRuntimes"},
 }
 
-// Discover is `tcpxogen discover`: read-only, declared from what it reads
-// (issue 25) before the command lands; the command binds its guard to it.
+// Discover is `tcpxogen discover`: read-only, exactly what it reads.
 var Discover = List{
 	Command:          "discover",
 	Namespace:        "the namespace the NCCL plugin installer runs in",
 	DefaultNamespace: InstallerNamespace,
-	Rules:            readCluster,
+	Rules:            readNetworks,
 }
 
-// CheckCluster is `tcpxogen check cluster`: the same reads as discover.
+// CheckCluster is `tcpxogen check cluster`: discover's reads, the
+// installer's pods and the deployed runtimes.
 var CheckCluster = List{
 	Command:          "check-cluster",
 	Namespace:        "the namespace the NCCL plugin installer runs in",
 	DefaultNamespace: InstallerNamespace,
-	Rules:            readCluster,
+	Rules: append(slices.Clone(readNetworks),
+		Rule{Verbs: []string{"list"}, Group: groupCore, Resource: "pods", Scope: InNamespace,
+			For: "read the installer's pods and their images"},
+		Rule{Verbs: []string{"list"}, Group: groupTrainer, Resource: "clustertrainingruntimes", Scope: ClusterWide,
+			For: "read the deployed " + shippedRuntime + "'s tcpxo-daemon"}),
 }

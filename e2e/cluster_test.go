@@ -1,0 +1,220 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+
+	networkv1 "github.com/GoogleCloudPlatform/gke-networking-api/apis/network/v1"
+
+	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/e2e/harness"
+)
+
+// runCLI runs the shipped CLI with the control plane's admin kubeconfig.
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	return runOffline(t, append(args, "--kubeconfig", kubeconfig(t))...)
+}
+
+// runOffline runs the shipped CLI as given.
+func runOffline(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(tcpxogenBinary(t), args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, out.String(), errb.String()
+}
+
+// pinnedInstaller is the installer bom/bom.yaml pins.
+func pinnedInstaller(t *testing.T) string {
+	t.Helper()
+	b, _, _, err := bom.LoadEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.Images.Installer.Reference
+}
+
+// provision makes every simulated node carry nicsOf(node) as GKE publishes
+// it, the networks as Ready Device networks, and the pinned installer.
+func provision(t *testing.T, ctx context.Context, networks []string, nicsOf func(node string) []harness.HostNIC) {
+	t.Helper()
+	if err := cp.AttachNetworks(ctx, networks); err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.MarkNetworksReady(ctx, networks); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range cp.Nodes.NodeNames() {
+		if err := cp.SetNodeNICs(ctx, n, nicsOf(n)); err != nil {
+			t.Fatal(err)
+		}
+		if err := cp.SetInstallerPod(ctx, n, pinnedInstaller(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// displaced is a node whose pool carries a gVNIC additional network on the
+// GPU-NIC slot 0000:06:00.0 (AICR PR #420): gve0 there, eth2..eth8 carrying
+// seven of the networks.
+func displaced(networks []string) []harness.HostNIC {
+	nics := harness.A3MegaNICs(networks)
+	nics[1] = harness.HostNIC{Name: "gve0", Network: "gvnic-net", IP: "172.16.0.2", PCI: nics[1].PCI}
+	return nics
+}
+
+// TestDiscoverAndCheckCluster runs `discover` and `check cluster` against
+// nodes in GKE's published formats (gke-networking-api's annotation types
+// and extended-resource names): a healthy pool, one whose network names do
+// not sort in NIC order, and every misprovisioning issue 20 names.
+func TestDiscoverAndCheckCluster(t *testing.T) {
+	ctx := context.Background()
+	installShippedRuntime(t, ctx)
+	nodes := cp.Nodes.NodeNames()
+	if len(nodes) < 2 {
+		t.Fatalf("the simulator registered %d nodes; the scenarios need two", len(nodes))
+	}
+	vpcs := []string{"vpc1", "vpc2", "vpc3", "vpc4", "vpc5", "vpc6", "vpc7", "vpc8"}
+	t.Cleanup(func() {
+		// Leave the nodes as the other scenarios expect them.
+		provision(t, ctx, exampleNetworks(), func(string) []harness.HostNIC { return harness.A3MegaNICs(exampleNetworks()) })
+	})
+	healthy := func(string) []harness.HostNIC { return harness.A3MegaNICs(vpcs) }
+
+	t.Run("healthy pool", func(t *testing.T) {
+		provision(t, ctx, vpcs, healthy)
+		code, out, errs := runCLI(t, "discover")
+		if code != 0 || strings.TrimSpace(out) != "eth1=vpc1,eth2=vpc2,eth3=vpc3,eth4=vpc4,eth5=vpc5,eth6=vpc6,eth7=vpc7,eth8=vpc8" {
+			t.Fatalf("discover: exit %d, %q\n%s", code, out, errs)
+		}
+		if code, _, errs := runOffline(t, "render", "runtime", "--interfaces", strings.TrimSpace(out)); code != 0 {
+			t.Errorf("render runtime refuses what discover printed: exit %d\n%s", code, errs)
+		}
+		code, vals, errs := runCLI(t, "discover", "-o", "values")
+		if code != 0 || !strings.Contains(vals, "tcpxoInterfaces:") {
+			t.Fatalf("discover -o values: exit %d\n%s%s", code, vals, errs)
+		}
+		code, out, errs = runCLI(t, "check", "cluster")
+		if code != 0 || !strings.Contains(out, "check cluster: PASS") {
+			t.Errorf("check cluster on a healthy pool: exit %d\n%s%s", code, out, errs)
+		}
+	})
+
+	t.Run("names that do not sort in NIC order", func(t *testing.T) {
+		nets := []string{"zeta", "alpha", "mike", "bravo", "yankee", "charlie", "x-ray", "delta"}
+		provision(t, ctx, nets, func(string) []harness.HostNIC { return harness.A3MegaNICs(nets) })
+		code, out, errs := runCLI(t, "discover")
+		if want := "eth1=zeta,eth2=alpha,eth3=mike,eth4=bravo,eth5=yankee,eth6=charlie,eth7=x-ray,eth8=delta"; code != 0 || strings.TrimSpace(out) != want {
+			t.Errorf("discover: exit %d, %q, want %s\n%s", code, out, want, errs)
+		}
+	})
+
+	refused := []struct {
+		name  string
+		nets  []string
+		nics  func(node string) []harness.HostNIC
+		tweak func(t *testing.T)
+		want  []string
+	}{
+		{name: "a displaced slot on one node", nets: append(vpcs, "gvnic-net"),
+			nics: func(n string) []harness.HostNIC {
+				if n == nodes[1] {
+					return displaced(vpcs)
+				}
+				return harness.A3MegaNICs(vpcs)
+			},
+			want: []string{nodes[1], "gvnic-net sits on host NIC gve0 (0000:06:00.0), which is not a GPU NIC"}},
+		{name: "a displaced slot on every node", nets: append(vpcs, "gvnic-net"),
+			nics: func(string) []harness.HostNIC { return displaced(vpcs) },
+			want: []string{nodes[0], nodes[1], "gve0"}},
+		{name: "seven networks", nets: vpcs[:7], nics: func(string) []harness.HostNIC { return harness.A3MegaNICs(vpcs[:7]) },
+			want: []string{"advertises 7 GPU-NIC networks"}},
+		{name: "nine networks", nets: append(vpcs, "vpc9"), nics: func(string) []harness.HostNIC {
+			return append(harness.A3MegaNICs(vpcs), harness.HostNIC{Name: "eth9", Network: "vpc9", IP: "192.168.9.2", PCI: "0000:90:00.0"})
+		}, want: []string{"advertises 9 GPU-NIC networks"}},
+		{name: "nodes that disagree", nets: vpcs, nics: func(n string) []harness.HostNIC {
+			nics := harness.A3MegaNICs(vpcs)
+			if n == nodes[1] {
+				nics[1].Network, nics[2].Network = nics[2].Network, nics[1].Network
+			}
+			return nics
+		}, want: []string{"disagree", "eth1=vpc2,eth2=vpc1"}},
+		{name: "a missing annotation", nets: vpcs, nics: healthy, tweak: func(t *testing.T) {
+			if err := cp.SetNodeAnnotations(ctx, nodes[0], map[string]*string{networkv1.NICInfoAnnotationKey: nil}); err != nil {
+				t.Fatal(err)
+			}
+		}, want: []string{nodes[0], "but no " + networkv1.NICInfoAnnotationKey}},
+		{name: "a malformed annotation", nets: vpcs, nics: healthy, tweak: func(t *testing.T) {
+			bad := `[{"network": "vpc1", "ipAddress": `
+			if err := cp.SetNodeAnnotations(ctx, nodes[1], map[string]*string{networkv1.NorthInterfacesAnnotationKey: &bad}); err != nil {
+				t.Fatal(err)
+			}
+		}, want: []string{nodes[1], networkv1.NorthInterfacesAnnotationKey + " is not GKE's JSON list"}},
+	}
+	for _, c := range refused {
+		t.Run(c.name, func(t *testing.T) {
+			provision(t, ctx, c.nets, c.nics)
+			if c.tweak != nil {
+				c.tweak(t)
+			}
+			code, out, errs := runCLI(t, "discover")
+			if code != 1 || out != "" {
+				t.Errorf("discover: exit %d, stdout %q; want 1 and nothing printed", code, out)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(errs, w) {
+					t.Errorf("discover's refusal does not say %q:\n%s", w, errs)
+				}
+			}
+			code, out, errs = runCLI(t, "check", "cluster")
+			if code != 1 || !strings.Contains(out, "check cluster: FAIL") {
+				t.Errorf("check cluster: exit %d\n%s%s", code, out, errs)
+			}
+			t.Logf("discover:\n%scheck cluster:\n%s", errs, out)
+		})
+	}
+
+	for _, c := range []struct {
+		name, image string
+		want        []string
+	}{
+		{"an installer pod on another version on one node",
+			"us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.14@sha256:" + strings.Repeat("a", 64),
+			[]string{"FAIL installer " + nodes[1], "runs installer v1.0.14", "the nodes run different installers"}},
+		{"an installer image that is not digest-pinned",
+			"us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.15",
+			[]string{"FAIL installer " + nodes[1], "not pinned by digest"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			provision(t, ctx, vpcs, healthy)
+			if err := cp.SetInstallerPod(ctx, nodes[1], c.image); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errs := runCLI(t, "check", "cluster")
+			if code != 1 {
+				t.Errorf("check cluster: exit %d, want 1\n%s%s", code, out, errs)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("check cluster does not say %q:\n%s", w, out)
+				}
+			}
+			if strings.Contains(out, "FAIL installer "+nodes[0]+":") {
+				t.Errorf("the node with the pinned installer fails:\n%s", out)
+			}
+		})
+	}
+}
