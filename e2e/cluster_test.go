@@ -4,11 +4,17 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	networkv1 "github.com/GoogleCloudPlatform/gke-networking-api/apis/network/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/e2e/harness"
@@ -215,6 +221,76 @@ func TestDiscoverAndCheckCluster(t *testing.T) {
 			if strings.Contains(out, "FAIL installer "+nodes[0]+":") {
 				t.Errorf("the node with the pinned installer fails:\n%s", out)
 			}
+		})
+	}
+}
+
+// TestDiscoverAndCheckClusterUnderTheirRoles runs each command as a
+// ServiceAccount bound to exactly what `render rbac --for COMMAND` prints:
+// it passes; with any one rule removed it fails, naming the missing
+// permission and the command that grants it (issue 25).
+func TestDiscoverAndCheckClusterUnderTheirRoles(t *testing.T) {
+	ctx := context.Background()
+	installShippedRuntime(t, ctx)
+	vpcs := []string{"vpc1", "vpc2", "vpc3", "vpc4", "vpc5", "vpc6", "vpc7", "vpc8"}
+	provision(t, ctx, vpcs, func(string) []harness.HostNIC { return harness.A3MegaNICs(vpcs) })
+	t.Cleanup(func() {
+		provision(t, ctx, exampleNetworks(), func(string) []harness.HostNIC { return harness.A3MegaNICs(exampleNetworks()) })
+	})
+	const ns = "kube-system"
+	for _, c := range []struct {
+		list string
+		args []string
+	}{{"discover", []string{"discover"}}, {"check-cluster", []string{"check", "cluster"}}} {
+		t.Run(c.list, func(t *testing.T) {
+			objs := renderRBAC(t, "--for", c.list, "--namespace", ns)
+			applyRBAC(t, ctx, objs)
+			kc := filepath.Join(t.TempDir(), "kubeconfig")
+			if err := cp.ServiceAccountKubeconfig(ctx, ns, "tcpxogen-"+c.list, kc); err != nil {
+				t.Fatal(err)
+			}
+			if code, out, errs := runOffline(t, append(c.args, "--kubeconfig", kc)...); code != 0 {
+				t.Fatalf("%s under its own role: exit %d\n%s%s", c.list, code, out, errs)
+			}
+			for i, o := range objs {
+				if o.GetKind() != "ClusterRole" && o.GetKind() != "Role" {
+					continue
+				}
+				for j := range rules(t, o) {
+					cut := renderRBAC(t, "--for", c.list, "--namespace", ns)
+					role := cut[i]
+					rs := rules(t, role)
+					removed := rs[j]
+					rs = slices.Delete(rs, j, j+1)
+					if err := unstructured.SetNestedField(role.Object, toAny(t, rs), "rules"); err != nil {
+						t.Fatal(err)
+					}
+					applyRBAC(t, ctx, cut)
+					// The authorizer reads roles through informers: poll until the
+					// cut takes effect (and the rule cut before it is back).
+					named := fmt.Sprintf("rule %q of its role", permission(removed))
+					var code int
+					var errs string
+					waited := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
+						code, _, errs = runOffline(t, append(c.args, "--kubeconfig", kc)...)
+						return code != 0 && strings.Contains(errs, named), nil
+					})
+					if code == 0 {
+						t.Errorf("%s passed without %s (after waiting: %v)", c.list, permission(removed), waited)
+						continue
+					}
+					for _, want := range []string{
+						"the API server refused", named,
+						"tcpxogen render rbac --for " + c.list + " --namespace " + ns + " | kubectl apply -f -",
+					} {
+						if !strings.Contains(errs, want) {
+							t.Errorf("without %s, %s does not say %q:\n%s", permission(removed), c.list, want, errs)
+						}
+					}
+					t.Logf("without %s: %s", permission(removed), lastLines(errs, 3))
+				}
+			}
+			applyRBAC(t, ctx, objs)
 		})
 	}
 }
