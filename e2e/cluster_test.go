@@ -53,6 +53,21 @@ func pinnedInstaller(t *testing.T) string {
 	return b.Images.Installer.Reference
 }
 
+// driftedInstaller is the installer's repository at a version the BOM does
+// not pin, by digest: a node pool upgraded on its own.
+func driftedInstaller(t *testing.T) string {
+	t.Helper()
+	b, _, _, err := bom.LoadEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := bom.ParsePinned(b.Images.Installer.Reference)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref.Repository() + ":v9.9.9@sha256:" + strings.Repeat("a", 64)
+}
+
 // provision makes every simulated node carry nicsOf(node) as GKE publishes
 // it, the networks as Ready Device networks, and the pinned installer.
 func provision(t *testing.T, ctx context.Context, networks []string, nicsOf func(node string) []harness.HostNIC) {
@@ -198,8 +213,8 @@ func TestDiscoverAndCheckCluster(t *testing.T) {
 		want        []string
 	}{
 		{"an installer pod on another version on one node",
-			"us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.14@sha256:" + strings.Repeat("a", 64),
-			[]string{"FAIL installer " + nodes[1], "runs installer v1.0.14", "the nodes run different installers"}},
+			driftedInstaller(t),
+			[]string{"FAIL installer " + nodes[1], "runs installer v9.9.9", "the nodes run different installers"}},
 		{"an installer image that is not digest-pinned",
 			"us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.15",
 			[]string{"FAIL installer " + nodes[1], "not pinned by digest"}},

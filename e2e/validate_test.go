@@ -108,12 +108,14 @@ func exampleNetworks() []string {
 }
 
 // prepareCluster makes the control plane look like a provisioned A3 Mega
-// cluster for validate: the GPU-NIC networks as GKE Device networks, each
-// node attached to them, and the trainer's and JobSet's controller
-// Deployments standing for the controllers this process runs.
+// cluster for validate: the GPU-NIC networks as Ready GKE Device networks,
+// each node carrying them on its GPU NICs and running the pinned installer
+// (what validate's preflight checks as check cluster does), and the
+// trainer's and JobSet's controller Deployments standing for the
+// controllers this process runs.
 func prepareCluster(t *testing.T, ctx context.Context, networks []string) {
 	t.Helper()
-	if err := cp.AttachNetworks(ctx, networks); err != nil {
+	if err := cp.ProvisionPool(ctx, networks, pinnedInstaller(t)); err != nil {
 		t.Fatal(err)
 	}
 	if err := cp.RegisterControllerDeployments(ctx); err != nil {
@@ -161,7 +163,7 @@ func TestValidatePreflights(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 		}
-		for _, want := range []string{"shipped runtime: ClusterTrainingRuntime " + runtimes.RuntimeName + ": ok", "GPU pool"} {
+		for _, want := range []string{"shipped runtime: ClusterTrainingRuntime " + runtimes.RuntimeName + ": ok", "GPU pool", "cluster fabric (tcpxogen check cluster): ok"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("plan lacks %q:\n%s", want, out)
 			}
@@ -181,6 +183,40 @@ func TestValidatePreflights(t *testing.T) {
 			t.Errorf("refusal does not name the runtime disagreement:\nstdout:\n%s\nstderr:\n%s", out, errs)
 		}
 	})
+	// check cluster's pools (issue 20): validate refuses to benchmark them.
+	for _, c := range []struct {
+		name  string
+		spoil func(t *testing.T, nodes []string)
+		want  []string
+	}{{
+		name: "a gVNIC in a GPU NIC's slot on every node",
+		spoil: func(t *testing.T, nodes []string) {
+			provision(t, ctx, nets, func(string) []harness.HostNIC { return displaced(nets) })
+		},
+		want: []string{"network gvnic-net sits on host NIC gve0 (0000:06:00.0), which is not a GPU NIC"},
+	}, {
+		name: "an installer drifted on one node",
+		spoil: func(t *testing.T, nodes []string) {
+			if err := cp.SetInstallerPod(ctx, nodes[1], driftedInstaller(t)); err != nil {
+				t.Fatal(err)
+			}
+		},
+		want: []string{"FAIL installer " + cp.Nodes.NodeNames()[1] + ": the node runs installer v9.9.9, but bom/bom.yaml pins"},
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Cleanup(func() { prepareCluster(t, ctx, nets) })
+			c.spoil(t, cp.Nodes.NodeNames())
+			code, out, errs := runValidate(t, ctx, "--recipe", exampleRecipe(t, nets), "--namespace", ns, "--dry-run")
+			if code != 1 {
+				t.Fatalf("exit %d, want 1: validate did not refuse a pool check cluster fails\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+			}
+			for _, want := range append([]string{"cluster fabric (tcpxogen check cluster): FAILED", "cluster fabric: the GPU pool fails"}, c.want...) {
+				if !strings.Contains(out+errs, want) {
+					t.Errorf("validate's refusal lacks %q:\nstdout:\n%s\nstderr:\n%s", want, out, errs)
+				}
+			}
+		})
+	}
 	var tjs trainer.TrainJobList
 	if err := cp.Client.List(ctx, &tjs, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)

@@ -2,23 +2,17 @@ package harness
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os/exec"
 	"path/filepath"
 
 	networkv1 "github.com/GoogleCloudPlatform/gke-networking-api/apis/network/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
-
-// AnnotationNorthInterfaces is where GKE lists the networks a node is
-// attached to (validators/performance/pool reads it).
-const AnnotationNorthInterfaces = "networking.gke.io/north-interfaces"
 
 // WriteKubeconfig writes the control plane's admin credentials as a
 // kubeconfig at path, for tools driven through their CLI.
@@ -62,9 +56,9 @@ func BuildCLI(repoRoot, dir string) (string, error) {
 	return bin, nil
 }
 
-// AttachNetworks makes the cluster look provisioned for the GPU NICs: each
-// network as a GKE Device network with its GKENetworkParamSet, and every
-// simulated node attached to all of them. Idempotent.
+// AttachNetworks creates each network as a GKE Device network with its
+// GKENetworkParamSet, as a user provisioning the GPU NICs does. Idempotent.
+// The nodes' side is SetNodeNICs (ProvisionPool does both).
 func (cp *ControlPlane) AttachNetworks(ctx context.Context, networks []string) error {
 	strict := client.FieldValidation(metav1.FieldValidationStrict)
 	for _, n := range networks {
@@ -84,20 +78,6 @@ func (cp *ControlPlane) AttachNetworks(ctx context.Context, networks []string) e
 		}
 		if err := cp.Client.Create(ctx, net, strict); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("Network %s: %w", n, err)
-		}
-	}
-	var attached []map[string]string
-	for i, n := range networks {
-		attached = append(attached, map[string]string{"network": n, "ipAddress": fmt.Sprintf("192.168.%d.2", i+1)})
-	}
-	annotation, err := json.Marshal(attached)
-	if err != nil {
-		return err
-	}
-	for _, name := range cp.Nodes.NodeNames() {
-		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, AnnotationNorthInterfaces, string(annotation))
-		if err := cp.Client.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
-			return fmt.Errorf("attaching networks to node %s: %w", name, err)
 		}
 	}
 	return nil

@@ -35,6 +35,27 @@ func A3MegaNICs(networks []string) []HostNIC {
 	return nics
 }
 
+// ProvisionPool makes the cluster a healthy A3 Mega pool as GKE shows one:
+// the networks Ready Device networks, every node carrying them on
+// eth1..eth8 (A3MegaNICs) and running the installer's pod with image.
+func (cp *ControlPlane) ProvisionPool(ctx context.Context, networks []string, installer string) error {
+	if err := cp.AttachNetworks(ctx, networks); err != nil {
+		return err
+	}
+	if err := cp.MarkNetworksReady(ctx, networks); err != nil {
+		return err
+	}
+	for _, n := range cp.Nodes.NodeNames() {
+		if err := cp.SetNodeNICs(ctx, n, A3MegaNICs(networks)); err != nil {
+			return err
+		}
+		if err := cp.SetInstallerPod(ctx, n, installer); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // SetNodeNICs makes a simulated node carry what GKE publishes about its
 // NICs (gke-networking-api, apis/network/v1): the extended resources
 // networking.gke.io.networks/<network> and <network>.IP (the default

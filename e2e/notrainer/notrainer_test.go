@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/e2e/harness"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/validators/performance/lifecycle"
@@ -150,7 +151,13 @@ func trainerLeft(t *testing.T, ctx context.Context) []string {
 
 func prepare(t *testing.T, ctx context.Context) string {
 	t.Helper()
-	if err := cp.AttachNetworks(ctx, networks()); err != nil {
+	// A healthy pool as GKE shows one, running the pinned installer:
+	// validate's preflight checks both (as check cluster does).
+	b, _, _, err := bom.LoadEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.ProvisionPool(ctx, networks(), b.Images.Installer.Reference); err != nil {
 		t.Fatal(err)
 	}
 	ns := "validate"

@@ -48,6 +48,10 @@ type Rule struct {
 	// the bound namespace.
 	ResourceNames []string
 	Scope         Scope
+	// Namespace fixes an InNamespace rule to one namespace instead of the
+	// bound one: validate reads the NCCL plugin installer's pods where the
+	// installer runs, whatever namespace the benchmark runs in.
+	Namespace string
 	// For says what the command does with it, for the rendered role's
 	// header and the message when it is refused.
 	For string
@@ -142,6 +146,15 @@ func rowNames(l List) string {
 type boundRule struct {
 	Rule
 	row string
+}
+
+// namespaceOf is where an InNamespace rule is granted: its fixed
+// namespace, or the bound one.
+func (b Binding) namespaceOf(r Rule) string {
+	if r.Namespace != "" {
+		return r.Namespace
+	}
+	return b.Namespace
 }
 
 // rules returns the binding's rules with TheNamespace replaced.

@@ -43,7 +43,7 @@ func TestShippedRuntimeName(t *testing.T) {
 }
 
 // The binding allows what RBAC would: a namespaced rule only in the bound
-// namespace, a named rule only for its names (TheNamespace replaced), a
+// namespace (or the one it fixes), a named rule only for its names (TheNamespace replaced), a
 // subresource only when named, a verb only when listed.
 func TestBindingAllowsAsRBACDoes(t *testing.T) {
 	b := bind(t, Validate, "bench")
@@ -56,6 +56,11 @@ func TestBindingAllowsAsRBACDoes(t *testing.T) {
 		{Request{Verb: "get", Resource: "pods", Namespace: "bench", Name: "l-0"}, false},
 		{Request{Verb: "get", Resource: "pods", Subresource: "exec", Namespace: "bench", Name: "l-0"}, false},
 		{Request{Verb: "list", Resource: "pods", Namespace: "bench"}, true},
+		// The installer's pods, in the namespace the rule fixes.
+		{Request{Verb: "list", Resource: "pods", Namespace: "kube-system"}, true},
+		{Request{Verb: "list", Resource: "pods", Namespace: "other"}, false},
+		{Request{Verb: "list", Resource: "pods"}, false},
+		{Request{Verb: "get", Resource: "pods", Subresource: "log", Namespace: "kube-system", Name: "i-0"}, false},
 		{Request{Verb: "list", Resource: "nodes"}, true},
 		{Request{Verb: "get", Resource: "nodes", Name: "n"}, false},
 		{Request{Verb: "list", Group: "apps", Resource: "deployments"}, true},
@@ -107,8 +112,8 @@ func TestRenderHoldsEveryRule(t *testing.T) {
 				t.Fatal(err)
 			}
 			type granted struct {
-				kind, name string
-				rule       rbacv1.PolicyRule
+				kind, name, namespace string
+				rule                  rbacv1.PolicyRule
 			}
 			var got []granted
 			bound := map[string]bool{}
@@ -116,19 +121,16 @@ func TestRenderHoldsEveryRule(t *testing.T) {
 				switch o := o.(type) {
 				case *rbacv1.ClusterRole:
 					for _, pr := range o.Rules {
-						got = append(got, granted{"ClusterRole", o.Name, pr})
+						got = append(got, granted{"ClusterRole", o.Name, "", pr})
 					}
 				case *rbacv1.Role:
-					if o.Namespace != "bench" {
-						t.Errorf("Role %s is in %s, not the bound namespace", o.Name, o.Namespace)
-					}
 					for _, pr := range o.Rules {
-						got = append(got, granted{"Role", o.Name, pr})
+						got = append(got, granted{"Role", o.Name, o.Namespace, pr})
 					}
 				case *rbacv1.ClusterRoleBinding:
 					bound["ClusterRole "+o.RoleRef.Name] = slices.Contains(o.Subjects, rbacv1.Subject{Kind: "ServiceAccount", Namespace: "bench", Name: "tcpxogen-" + l.Command})
 				case *rbacv1.RoleBinding:
-					bound["Role "+o.RoleRef.Name] = slices.Contains(o.Subjects, rbacv1.Subject{Kind: "ServiceAccount", Namespace: "bench", Name: "tcpxogen-" + l.Command})
+					bound["Role "+o.Namespace+"/"+o.RoleRef.Name] = slices.Contains(o.Subjects, rbacv1.Subject{Kind: "ServiceAccount", Namespace: "bench", Name: "tcpxogen-" + l.Command})
 				case *corev1.ServiceAccount:
 					if o.Name != "tcpxogen-"+l.Command || o.Namespace != "bench" {
 						t.Errorf("ServiceAccount %s/%s", o.Namespace, o.Name)
@@ -154,7 +156,15 @@ func TestRenderHoldsEveryRule(t *testing.T) {
 					if rule.Scope == ClusterWide && kind == "Role" {
 						continue
 					}
-					want = append(want, granted{kind, role, pr})
+					ns := ""
+					if kind == "Role" {
+						// The bound namespace, unless the rule fixes one.
+						ns = "bench"
+						if rule.Namespace != "" {
+							ns = rule.Namespace
+						}
+					}
+					want = append(want, granted{kind, role, ns, pr})
 				}
 			}
 			add("ClusterRole", base, l.Rules)
@@ -162,11 +172,20 @@ func TestRenderHoldsEveryRule(t *testing.T) {
 			for _, row := range l.Rows {
 				add("ClusterRole", base+"-"+row.Name, row.Rules)
 			}
+			// A role's rules keep the list's order; roles in other
+			// namespaces follow the bound one's.
+			byNamespace := func(a, b granted) int { return strings.Compare(a.namespace, b.namespace) }
+			slices.SortStableFunc(want, byNamespace)
+			slices.SortStableFunc(got, byNamespace)
 			if diff := cmp.Diff(want, got, cmp.AllowUnexported(granted{})); diff != "" {
 				t.Errorf("rendered rules (-declared +rendered):\n%s", diff)
 			}
 			for _, g := range got {
-				if !bound[g.kind+" "+g.name] {
+				key := g.kind + " " + g.name
+				if g.kind == "Role" {
+					key = g.kind + " " + g.namespace + "/" + g.name
+				}
+				if !bound[key] {
 					t.Errorf("%s %s is not bound to the service account", g.kind, g.name)
 				}
 			}

@@ -66,12 +66,12 @@ var discovery = rbacv1.PolicyRule{Verbs: []string{"get"}, NonResourceURLs: []str
 var ErrUndeclared = errors.New("request outside the command's declared permissions")
 
 // rule finds the binding's rule that allows req, by RBAC's own rule
-// comparison: a ClusterWide rule anywhere, an InNamespace rule only in the
-// bound namespace.
+// comparison: a ClusterWide rule anywhere, an InNamespace rule only in its
+// namespace (the bound one, unless the rule fixes another).
 func (b Binding) rule(req Request) (boundRule, bool) {
 	want := []rbacv1.PolicyRule{req.policyRule()}
 	for _, r := range b.rules() {
-		if r.Scope == InNamespace && req.Namespace != b.Namespace {
+		if r.Scope == InNamespace && req.Namespace != b.namespaceOf(r.Rule) {
 			continue
 		}
 		if ok, _ := rbacvalidation.Covers([]rbacv1.PolicyRule{r.policyRule()}, want); ok {

@@ -34,7 +34,8 @@ const shippedRuntime = "torch-distributed-tcpxo"
 const InstallTrainer = "install-trainer"
 
 // Validate is `tcpxogen validate`. Its base row is every run's: the
-// preflight reads (trainer, GPU pool, namespace, shipped runtime) and the
+// preflight reads (trainer, GPU pool and check cluster's checks, namespace,
+// shipped runtime) and the
 // benchmark's objects in --namespace. The install-trainer row is only for
 // the install policy; it creates ClusterRoles and webhooks, so binding it
 // is as good as cluster-admin, which is why it is a role of its own. Every
@@ -51,7 +52,13 @@ var Validate = List{
 		{Verbs: []string{"list"}, Group: groupApps, Resource: "deployments", Scope: ClusterWide,
 			For: "find the trainer's and JobSet's controller Deployments, in whatever namespace they run"},
 		{Verbs: []string{"list"}, Group: groupCore, Resource: "nodes", Scope: ClusterWide,
-			For: "check the GPU pool is one homogeneous A3 Mega pool on the recipe's networks"},
+			For: "check the GPU pool is one homogeneous A3 Mega pool on the recipe's networks, and each node's GPU-NIC topology"},
+		{Verbs: []string{"list"}, Group: groupGKENetworks, Resource: "networks", Scope: ClusterWide,
+			For: "check the recipe's GPU-NIC Networks are Ready Device networks (as check cluster does)"},
+		{Verbs: []string{"list"}, Group: groupGKENetworks, Resource: "gkenetworkparamsets", Scope: ClusterWide,
+			For: "check each GPU-NIC Network's GKENetworkParamSet is Ready (as check cluster does)"},
+		{Verbs: []string{"list"}, Group: groupCore, Resource: "pods", Scope: InNamespace, Namespace: InstallerNamespace,
+			For: "check the NCCL plugin installer's pod on each GPU node runs the pinned installer (as check cluster does)"},
 		{Verbs: []string{"get"}, Group: groupCore, Resource: "namespaces", ResourceNames: []string{TheNamespace}, Scope: ClusterWide,
 			For: "check the benchmark's namespace exists"},
 		{Verbs: []string{"get"}, Group: groupTrainer, Resource: "clustertrainingruntimes", ResourceNames: []string{shippedRuntime}, Scope: ClusterWide,
@@ -135,6 +142,6 @@ var CheckCluster = List{
 	Rules: append(slices.Clone(readNetworks),
 		Rule{Verbs: []string{"list"}, Group: groupCore, Resource: "pods", Scope: InNamespace,
 			For: "read the installer's pods and their images"},
-		Rule{Verbs: []string{"list"}, Group: groupTrainer, Resource: "clustertrainingruntimes", Scope: ClusterWide,
+		Rule{Verbs: []string{"get"}, Group: groupTrainer, Resource: "clustertrainingruntimes", ResourceNames: []string{shippedRuntime}, Scope: ClusterWide,
 			For: "read the deployed " + shippedRuntime + "'s tcpxo-daemon"}),
 }

@@ -3,6 +3,7 @@ package access
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,7 +39,8 @@ type Rendered struct {
 
 // Render renders the binding as RBAC objects bound to subject: a
 // ClusterRole and ClusterRoleBinding for the base row's ClusterWide rules,
-// a Role and RoleBinding in the namespace for its InNamespace rules, and a
+// a Role and RoleBinding in the namespace for its InNamespace rules (and in
+// each namespace a rule fixes, such as the installer's), and a
 // ClusterRole and ClusterRoleBinding per optional row. A service account
 // subject is rendered too, so that the output applies on its own. Names
 // carry the namespace (tcpxogen-validate-NS), since rules name it and two
@@ -90,33 +92,46 @@ func (b Binding) Render(subject Subject) (Rendered, error) {
 		r.Header = append(r.Header, "ClusterRole "+name+":")
 		r.Header = append(r.Header, ruleLines(rules)...)
 	}
-	var cluster, namespaced []boundRule
+	var cluster []boundRule
+	// namespaced are the base row's InNamespace rules by namespace, the
+	// bound namespace first, then any fixed ones in order.
+	namespaced := map[string][]boundRule{}
+	namespaces := []string{b.Namespace}
 	byRow := map[string][]boundRule{}
 	for _, rule := range b.rules() {
 		switch {
 		case rule.row != "":
 			byRow[rule.row] = append(byRow[rule.row], rule)
 		case rule.Scope == InNamespace:
-			namespaced = append(namespaced, rule)
+			ns := b.namespaceOf(rule.Rule)
+			if !slices.Contains(namespaces, ns) {
+				namespaces = append(namespaces, ns)
+			}
+			namespaced[ns] = append(namespaced[ns], rule)
 		default:
 			cluster = append(cluster, rule)
 		}
 	}
+	slices.Sort(namespaces[1:])
 	clusterRole(base, cluster)
-	if len(namespaced) > 0 {
-		role := &rbacv1.Role{TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"}, ObjectMeta: meta(base, b.Namespace)}
-		for _, rule := range namespaced {
+	for _, ns := range namespaces {
+		rules := namespaced[ns]
+		if len(rules) == 0 {
+			continue
+		}
+		role := &rbacv1.Role{TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"}, ObjectMeta: meta(base, ns)}
+		for _, rule := range rules {
 			role.Rules = append(role.Rules, rule.policyRule())
 		}
 		rb := &rbacv1.RoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
-			ObjectMeta: meta(base, b.Namespace),
+			ObjectMeta: meta(base, ns),
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: base},
 			Subjects:   []rbacv1.Subject{subj},
 		}
 		r.Objects = append(r.Objects, role, rb)
-		r.Header = append(r.Header, "Role "+b.Namespace+"/"+base+":")
-		r.Header = append(r.Header, ruleLines(namespaced)...)
+		r.Header = append(r.Header, "Role "+ns+"/"+base+":")
+		r.Header = append(r.Header, ruleLines(rules)...)
 	}
 	for _, name := range b.Rows {
 		row, _ := b.List.Row(name)

@@ -178,18 +178,15 @@ func ReadState(ctx context.Context, c *Clients, selector, namespace string) (Sta
 		return st, c.Guard.Explain(fmt.Errorf("listing the installer's pods (%s) in namespace %s: %w", InstallerLabel, namespace, err))
 	}
 	st.InstallerPods = pods.Items
-	rts, err := c.Dynamic.Resource(trainerRuntimes).List(ctx, metav1.ListOptions{})
+	rt, err := c.Dynamic.Resource(trainerRuntimes).Get(ctx, ShippedRuntime, metav1.GetOptions{})
 	switch {
 	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
+		// Not deployed, or no trainer to deploy it on.
 		return st, nil
 	case err != nil:
-		return st, c.Guard.Explain(fmt.Errorf("listing the ClusterTrainingRuntimes: %w", err))
+		return st, c.Guard.Explain(fmt.Errorf("reading ClusterTrainingRuntime %s: %w", ShippedRuntime, err))
 	}
-	for _, rt := range rts.Items {
-		if rt.GetName() == ShippedRuntime {
-			st.DaemonImages = append([]string{}, imagesOf(rt.Object, DaemonContainer)...)
-		}
-	}
+	st.DaemonImages = append([]string{}, imagesOf(rt.Object, DaemonContainer)...)
 	return st, nil
 }
 

@@ -85,7 +85,7 @@ func TestEveryRequestIsDeclared(t *testing.T) {
 	}
 
 	kube := append(gpuNodes(t, undeclared, 2), namespace("default"))
-	install := newFakeCluster(kube, nil, nil)
+	install := newFakeCluster(t, kube, nil, nil)
 	if code, stdout, stderr := dryRun(t, install.connect, undeclared); code != exitOK {
 		t.Fatalf("install row dry run: exit %d\n%s\n%s", code, stdout, stderr)
 	}

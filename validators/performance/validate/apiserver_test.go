@@ -18,12 +18,17 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	networkv1 "github.com/GoogleCloudPlatform/gke-networking-api/apis/network/v1"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -84,6 +89,7 @@ func newServerCluster(t *testing.T, recipeName string, state trainerState, chang
 	t.Helper()
 	dyn, cfg := schema.StartAPIServer(t)
 	kube := append(gpuNodes(t, recipeName, 2), namespace("default"))
+	installGKENetworks(t, cfg, dyn)
 	if state >= partial {
 		schema.InstallCRDs(t, cfg, crdFiles(t)...)
 		rt := shipped(t, recipeName)
@@ -135,15 +141,18 @@ func (s *serverCluster) snapshot(t *testing.T) []string {
 	for _, c := range crds.Items {
 		out = append(out, fmt.Sprintf("CustomResourceDefinition %s %s", c.Name, c.ResourceVersion))
 	}
-	if len(crds.Items) > 0 {
-		for _, gvr := range []k8sschema.GroupVersionResource{clusterTrainingRuntimes, trainingRuntimes, trainJobs} {
-			list, err := s.dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
-			if err != nil {
-				t.Fatalf("listing %s: %v", gvr.Resource, err)
-			}
-			for _, o := range list.Items {
-				out = append(out, fmt.Sprintf("%s %s/%s %s", o.GetKind(), o.GetNamespace(), o.GetName(), o.GetResourceVersion()))
-			}
+	// GKE's Networks always; the trainer's kinds where its CRDs are.
+	gvrs := []k8sschema.GroupVersionResource{networkv1.SchemeGroupVersion.WithResource("networks"), networkv1.SchemeGroupVersion.WithResource("gkenetworkparamsets")}
+	if slices.ContainsFunc(crds.Items, func(c apiextensionsv1.CustomResourceDefinition) bool { return c.Name == ctrCRD }) {
+		gvrs = append(gvrs, clusterTrainingRuntimes, trainingRuntimes, trainJobs)
+	}
+	for _, gvr := range gvrs {
+		list, err := s.dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatalf("listing %s: %v", gvr.Resource, err)
+		}
+		for _, o := range list.Items {
+			out = append(out, fmt.Sprintf("%s %s/%s %s", o.GetKind(), o.GetNamespace(), o.GetName(), o.GetResourceVersion()))
 		}
 	}
 	slices.Sort(out)
@@ -307,4 +316,40 @@ func TestDryRunAgreementOnAPIServer(t *testing.T) {
 	diff := `spec.template.spec.replicatedJobs[name=node].template.spec.template.metadata.annotations["networking.gke.io/interfaces"](JSON)[5].network: deployed "gpu-nic-5b" vs rendered "gpu-nic-5"`
 	contains(t, "plan", stdout, "differs from what the recipe's mapping renders in 1 place(s):\n    "+diff+"\n")
 	contains(t, "stderr", stderr, "does not agree with what the recipe's mapping renders", diff, "| kubectl replace -f -")
+}
+
+// installGKENetworks serves GKE's multi-network kinds from the CRDs
+// gke-networking-api publishes (config/crds, the module go.mod pins) and
+// holds the recipes' GPU-NIC networks, Ready (gkeNetworks), as a
+// provisioned A3 Mega cluster does: validate's preflight reads them as
+// check cluster does.
+func installGKENetworks(t *testing.T, cfg *rest.Config, dyn dynamic.Interface) {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/GoogleCloudPlatform/gke-networking-api").Output()
+	if err != nil {
+		t.Fatalf("locating gke-networking-api's CRDs: %v", err)
+	}
+	dir := filepath.Join(strings.TrimSpace(string(out)), "config", "crds")
+	var files [][]byte
+	for _, f := range []string{"networking.gke.io_networks.yaml", "networking.gke.io_gkenetworkparamsets.yaml"} {
+		data, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, data)
+	}
+	schema.InstallCRDs(t, cfg, files...)
+	ctx := context.Background()
+	for _, u := range gkeNetworks(t) {
+		gvr := networkv1.SchemeGroupVersion.WithResource(strings.ToLower(u.GetKind()) + "s")
+		created, err := dyn.Resource(gvr).Create(ctx, u, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("creating %s %s: %v", u.GetKind(), u.GetName(), err)
+		}
+		// Status is a subresource: set Ready as GKE's controllers do.
+		created.Object["status"] = u.Object["status"]
+		if _, err := dyn.Resource(gvr).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("marking %s %s Ready: %v", u.GetKind(), u.GetName(), err)
+		}
+	}
 }

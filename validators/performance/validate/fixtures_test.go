@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	networkv1 "github.com/GoogleCloudPlatform/gke-networking-api/apis/network/v1"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/spf13/pflag"
 	appsv1 "k8s.io/api/apps/v1"
@@ -19,6 +21,7 @@ import (
 	apiextensionsfake "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/fake"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -87,28 +90,101 @@ func shipped(t testing.TB, recipeName string) *trainer.ClusterTrainingRuntime {
 	return rt
 }
 
-// gpuNodes are n A3 Mega nodes attached to the recipe's GPU-NIC networks,
-// plus one CPU node, which the pool check must leave out.
+// gpuNodes are n A3 Mega nodes as GKE publishes them (gke-networking-api,
+// apis/network/v1): the recipe's GPU-NIC networks advertised as extended
+// resources and on eth1..eth8 by north-interfaces and nic-info, at the PCI
+// slots GKE reported on live a3-megagpu-8g nodes (round-3 facts), each with
+// the pinned installer's pod; plus one CPU node, which the pool check must
+// leave out.
 func gpuNodes(t testing.TB, recipeName string, n int) []runtime.Object {
 	t.Helper()
-	var nets []map[string]string
-	for _, b := range loadRecipe(t, recipeName).Interfaces().Bindings() {
-		nets = append(nets, map[string]string{"network": b.Network, "ipAddress": "10.0.0.2"})
+	slots := []string{"0000:06:00.0", "0000:07:00.0", "0000:0d:00.0", "0000:0e:00.0", "0000:86:00.0", "0000:87:00.0", "0000:8d:00.0", "0000:8e:00.0"}
+	north := networkv1.NorthInterfacesAnnotation{}
+	info := networkv1.NICInfoAnnotation{{BirthName: "eth0", BirthIP: "10.128.0.2", PCIAddress: "0000:00:05.0"}}
+	resources := corev1.ResourceList{pool.ResourceGPU: *resource.NewQuantity(8, resource.DecimalSI)}
+	for i, b := range loadRecipe(t, recipeName).Interfaces().Bindings() {
+		ip := fmt.Sprintf("192.168.%d.2", i+1)
+		north = append(north, networkv1.NorthInterface{Network: b.Network, IpAddress: ip})
+		info = append(info, networkv1.NICInfoRef{BirthName: b.Interface, BirthIP: ip, PCIAddress: slots[i]})
+		for _, r := range []string{b.Network, b.Network + ".IP"} {
+			resources[corev1.ResourceName(networkv1.NetworkResourceKeyPrefix+r)] = *resource.NewQuantity(1, resource.DecimalSI)
+		}
 	}
-	annotation, err := json.Marshal(nets)
+	northJSON, err := networkv1.MarshalNorthInterfacesAnnotation(north)
 	if err != nil {
 		t.Fatal(err)
 	}
+	infoJSON, err := networkv1.MarshalNICInfoAnnotation(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	installer := inputs(t).BOM.Images.Installer.Reference
 	out := []runtime.Object{&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cpu-pool-1"}}}
+	var pods []runtime.Object
 	for i := range n {
+		name := fmt.Sprintf("a3mega-pool-%d", i+1)
 		out = append(out, &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{
-				Name:        fmt.Sprintf("a3mega-pool-%d", i+1),
-				Labels:      map[string]string{pool.LabelAccelerator: pool.A3Mega.Accelerator},
-				Annotations: map[string]string{pool.AnnotationNorthInterfaces: string(annotation)},
+				Name:   name,
+				Labels: map[string]string{pool.LabelAccelerator: pool.A3Mega.Accelerator},
+				Annotations: map[string]string{
+					networkv1.NorthInterfacesAnnotationKey: northJSON,
+					networkv1.NICInfoAnnotationKey:         infoJSON,
+				},
 			},
-			Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{pool.ResourceGPU: *resource.NewQuantity(8, resource.DecimalSI)}},
+			Status: corev1.NodeStatus{Capacity: resources.DeepCopy(), Allocatable: resources.DeepCopy()},
 		})
+		pods = append(pods, &corev1.Pod{
+			// The installer DaemonSet's pod (runtimes/components.yaml).
+			ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "nccl-tcpxo-installer-" + name, Labels: map[string]string{"k8s-app": "nccl-tcpxo-installer"}},
+			Spec: corev1.PodSpec{
+				NodeName:       name,
+				InitContainers: []corev1.Container{{Name: "nccl-tcpxo-installer", Image: installer}},
+				Containers:     []corev1.Container{{Name: "pause", Image: "gke.gcr.io/pause:3.8"}},
+			},
+		})
+	}
+	// The nodes first: tests pick them by index.
+	return append(out, pods...)
+}
+
+// gkeNetworks are the testdata recipes' GPU-NIC networks as GKE holds them
+// once usable: a Device Network and its GKENetworkParamSet, both Ready.
+func gkeNetworks(t testing.TB) []*unstructured.Unstructured {
+	t.Helper()
+	var names []string
+	for _, r := range []string{declared, undeclared} {
+		for _, b := range loadRecipe(t, r).Interfaces().Bindings() {
+			if !slices.Contains(names, b.Network) {
+				names = append(names, b.Network)
+			}
+		}
+	}
+	now := metav1.Now()
+	var out []*unstructured.Unstructured
+	for _, n := range names {
+		params := &networkv1.GKENetworkParamSet{
+			TypeMeta:   metav1.TypeMeta{APIVersion: networkv1.SchemeGroupVersion.String(), Kind: "GKENetworkParamSet"},
+			ObjectMeta: metav1.ObjectMeta{Name: n},
+			Spec:       networkv1.GKENetworkParamSetSpec{VPC: "vpc-" + n, VPCSubnet: "subnet-" + n, DeviceMode: networkv1.NetDevice},
+			Status:     networkv1.GKENetworkParamSetStatus{Conditions: []metav1.Condition{{Type: string(networkv1.GKENetworkParamSetStatusReady), Status: metav1.ConditionTrue, Reason: string(networkv1.GNPReady), LastTransitionTime: now}}},
+		}
+		net := &networkv1.Network{
+			TypeMeta:   metav1.TypeMeta{APIVersion: networkv1.SchemeGroupVersion.String(), Kind: "Network"},
+			ObjectMeta: metav1.ObjectMeta{Name: n},
+			Spec: networkv1.NetworkSpec{
+				Type:          networkv1.DeviceNetworkType,
+				ParametersRef: &networkv1.NetworkParametersReference{Group: networkv1.GroupName, Kind: "GKENetworkParamSet", Name: n},
+			},
+			Status: networkv1.NetworkStatus{Conditions: []metav1.Condition{{Type: string(networkv1.NetworkConditionStatusReady), Status: metav1.ConditionTrue, Reason: "NetworkReady", LastTransitionTime: now}}},
+		}
+		for _, o := range []any{params, net} {
+			u, err := toUnstructured(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, u)
+		}
 	}
 	return out
 }
@@ -207,11 +283,19 @@ type fakeCluster struct {
 	dyn  *dynamicfake.FakeDynamicClient
 }
 
-func newFakeCluster(kube, crds, custom []runtime.Object) *fakeCluster {
+// newFakeCluster holds kube, crds and custom objects, and the recipes'
+// GPU-NIC networks, Ready (gkeNetworks).
+func newFakeCluster(t testing.TB, kube, crds, custom []runtime.Object) *fakeCluster {
+	t.Helper()
 	listKinds := map[k8sschema.GroupVersionResource]string{
 		clusterTrainingRuntimes: "ClusterTrainingRuntimeList",
 		trainingRuntimes:        "TrainingRuntimeList",
 		trainJobs:               "TrainJobList",
+		networkv1.SchemeGroupVersion.WithResource("networks"):            "NetworkList",
+		networkv1.SchemeGroupVersion.WithResource("gkenetworkparamsets"): "GKENetworkParamSetList",
+	}
+	for _, u := range gkeNetworks(t) {
+		custom = append(custom, u)
 	}
 	return &fakeCluster{
 		kube: kubefake.NewClientset(kube...),

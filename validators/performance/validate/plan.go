@@ -89,6 +89,9 @@ func (v *validation) preflight(ctx context.Context, cl *Clients) error {
 	if err := v.checkPool(ctx, cl); err != nil {
 		return err
 	}
+	if err := v.checkCluster(ctx, cl); err != nil {
+		return err
+	}
 	if err := v.checkNamespace(ctx, cl); err != nil {
 		return err
 	}

@@ -141,7 +141,7 @@ func TestWaitTrainJob(t *testing.T) {
 		{"deleted", nil, false, "TrainJob default/bench was deleted while the benchmark ran"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFakeCluster(nil, nil, tc.objs)
+			f := newFakeCluster(t, nil, nil, tc.objs)
 			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 			defer cancel()
 			if tc.interrupt {
@@ -169,7 +169,7 @@ func launcherPod(name, jobSet string, created time.Time) *corev1.Pod {
 
 func TestLauncherLog(t *testing.T) {
 	now := time.Now()
-	f := newFakeCluster([]runtime.Object{
+	f := newFakeCluster(t, []runtime.Object{
 		launcherPod("bench-launcher-0-0-old", "bench", now.Add(-time.Minute)),
 		launcherPod("bench-launcher-0-0-new", "bench", now),
 		launcherPod("other-launcher-0-0", "other", now.Add(time.Minute)),

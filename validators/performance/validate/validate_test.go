@@ -1,9 +1,11 @@
 package validate
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
+	networkv1 "github.com/GoogleCloudPlatform/gke-networking-api/apis/network/v1"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -105,7 +107,7 @@ func completeCluster(t *testing.T, change func(rt *trainer.ClusterTrainingRuntim
 		change(rt)
 	}
 	kube := append(append(gpuNodes(t, declared, 2), controllers()...), namespace("default"))
-	return newFakeCluster(kube, establishedCRDs(t), []runtime.Object{unstructuredOf(t, rt)})
+	return newFakeCluster(t, kube, establishedCRDs(t), []runtime.Object{unstructuredOf(t, rt)})
 }
 
 func TestDryRunOnFakes(t *testing.T) {
@@ -118,6 +120,7 @@ func TestDryRunOnFakes(t *testing.T) {
 		"trainer lifecycle: use-declared",
 		"installs nothing and deletes nothing",
 		"GPU pool: ok",
+		"cluster fabric (tcpxogen check cluster): ok",
 		"  2 GPU nodes, all nvidia-h100-mega-80gb with 8 GPUs and the recipe's 8 GPU-NIC networks (gpu-nic-1, ",
 		"shipped runtime: ClusterTrainingRuntime torch-distributed-tcpxo: ok",
 		"  would create TrainingRuntime default/nccl-tests-tcpxo-",
@@ -170,7 +173,7 @@ func TestAgreementFailure(t *testing.T) {
 
 func TestShippedRuntimeNotDeployed(t *testing.T) {
 	kube := append(append(gpuNodes(t, declared, 2), controllers()...), namespace("default"))
-	f := newFakeCluster(kube, establishedCRDs(t), nil)
+	f := newFakeCluster(t, kube, establishedCRDs(t), nil)
 	code, _, stderr := dryRun(t, f.connect, declared)
 	if code != exitFailure {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
@@ -185,7 +188,7 @@ func TestMixedPoolAndMissingNamespace(t *testing.T) {
 	small := nodes[2].(*corev1.Node)
 	small.Status.Allocatable[pool.ResourceGPU] = *resource.NewQuantity(4, resource.DecimalSI)
 	kube := append(nodes, controllers()...)
-	f := newFakeCluster(kube, establishedCRDs(t), []runtime.Object{unstructuredOf(t, shipped(t, declared))})
+	f := newFakeCluster(t, kube, establishedCRDs(t), []runtime.Object{unstructuredOf(t, shipped(t, declared))})
 	code, stdout, stderr := dryRun(t, f.connect, declared, "--namespace", "bench")
 	if code != exitFailure {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
@@ -200,7 +203,7 @@ func TestMixedPoolAndMissingNamespace(t *testing.T) {
 
 func TestTooFewGPUNodes(t *testing.T) {
 	kube := append(append(gpuNodes(t, declared, 2), controllers()...), namespace("default"))
-	f := newFakeCluster(kube, establishedCRDs(t), []runtime.Object{unstructuredOf(t, shipped(t, declared))})
+	f := newFakeCluster(t, kube, establishedCRDs(t), []runtime.Object{unstructuredOf(t, shipped(t, declared))})
 	code, _, stderr := dryRun(t, f.connect, declared, "--nodes", "4")
 	if code != exitFailure {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
@@ -212,7 +215,7 @@ func TestTooFewGPUNodes(t *testing.T) {
 // from its Go module and plans to install that.
 func TestInstallRendersPinnedTrainer(t *testing.T) {
 	kube := append(gpuNodes(t, undeclared, 2), namespace("default"))
-	f := newFakeCluster(kube, nil, nil)
+	f := newFakeCluster(t, kube, nil, nil)
 	code, stdout, stderr := dryRun(t, f.connect, undeclared)
 	if code != exitOK {
 		t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitOK, stderr)
@@ -270,5 +273,125 @@ func TestFloorFromRecipe(t *testing.T) {
 	}
 	if f.GBps != 320.5 || f.Threshold() != 288.45 {
 		t.Errorf("floor %+v, threshold %v", f, f.Threshold())
+	}
+}
+
+// editNICs rewrites a GPU node's nic-info annotation (GKE's format).
+func editNICs(t *testing.T, n *corev1.Node, edit func(networkv1.NICInfoAnnotation) networkv1.NICInfoAnnotation) {
+	t.Helper()
+	info, err := networkv1.ParseNICInfoAnnotation(n.Annotations[networkv1.NICInfoAnnotationKey])
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := networkv1.MarshalNICInfoAnnotation(edit(info))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Annotations[networkv1.NICInfoAnnotationKey] = raw
+}
+
+// Preflight runs check cluster's checks and refuses a pool they fail, also
+// where the pool check passes: every recipe network attached, but not on
+// the NIC the runtime's interface mirrors, or an installer upgraded apart
+// from the BOM on one node (issue 20).
+func TestPreflightRefusesWhatCheckClusterFails(t *testing.T) {
+	swapped := func(info networkv1.NICInfoAnnotation) networkv1.NICInfoAnnotation {
+		// gpu-nic-1's IP on eth2 and gpu-nic-2's on eth1: names that do
+		// not follow the NICs.
+		info[1].BirthIP, info[2].BirthIP = info[2].BirthIP, info[1].BirthIP
+		return info
+	}
+	for _, c := range []struct {
+		name  string
+		edit  func(t *testing.T, objs []runtime.Object)
+		pool  bool // the pool check passes too
+		wants []string
+	}{{
+		name: "networks swapped on one node",
+		edit: func(t *testing.T, objs []runtime.Object) { editNICs(t, objs[1].(*corev1.Node), swapped) },
+		pool: true,
+		wants: []string{
+			"FAIL topology a3mega-pool-1: the GPU NICs carry eth1=gpu-nic-2,eth2=gpu-nic-1,",
+			"where the recipe maps eth1=gpu-nic-1,eth2=gpu-nic-2,",
+		},
+	}, {
+		name: "networks swapped on every node",
+		edit: func(t *testing.T, objs []runtime.Object) {
+			editNICs(t, objs[1].(*corev1.Node), swapped)
+			editNICs(t, objs[2].(*corev1.Node), swapped)
+		},
+		pool:  true,
+		wants: []string{"FAIL topology a3mega-pool-1: the GPU NICs carry", "FAIL topology a3mega-pool-2: the GPU NICs carry"},
+	}, {
+		name: "installer drifted on one node",
+		edit: func(t *testing.T, objs []runtime.Object) {
+			i := slices.IndexFunc(objs, func(o runtime.Object) bool {
+				p, ok := o.(*corev1.Pod)
+				return ok && p.Spec.NodeName == "a3mega-pool-2"
+			})
+			if i < 0 {
+				t.Fatal("no installer pod on a3mega-pool-2 in the fixture")
+			}
+			pod := objs[i].(*corev1.Pod)
+			// A node pool upgraded on its own, to an installer the BOM
+			// does not pin.
+			pod.Spec.InitContainers[0].Image = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v9.9.9@sha256:" + strings.Repeat("1", 64)
+		},
+		pool: true,
+		wants: []string{
+			"FAIL installer a3mega-pool-2: the node runs installer v9.9.9, but bom/bom.yaml pins " + inputs(t).BOM.Images.Installer.Version,
+			"FAIL installer: the nodes run different installers",
+		},
+	}, {
+		name: "a gVNIC in a GPU NIC's slot on every node",
+		edit: func(t *testing.T, objs []runtime.Object) {
+			for _, o := range objs[1:3] {
+				n := o.(*corev1.Node)
+				editNICs(t, n, func(info networkv1.NICInfoAnnotation) networkv1.NICInfoAnnotation {
+					info[1] = networkv1.NICInfoRef{BirthName: "gve0", BirthIP: "172.16.0.2", PCIAddress: info[1].PCIAddress}
+					return info
+				})
+				north, err := networkv1.ParseNorthInterfacesAnnotation(n.Annotations[networkv1.NorthInterfacesAnnotationKey])
+				if err != nil {
+					t.Fatal(err)
+				}
+				north[0] = networkv1.NorthInterface{Network: "gvnic-net", IpAddress: "172.16.0.2"}
+				raw, err := networkv1.MarshalNorthInterfacesAnnotation(north)
+				if err != nil {
+					t.Fatal(err)
+				}
+				n.Annotations[networkv1.NorthInterfacesAnnotationKey] = raw
+				for _, l := range []corev1.ResourceList{n.Status.Capacity, n.Status.Allocatable} {
+					delete(l, networkv1.NetworkResourceKeyPrefix+"gpu-nic-1")
+					l[networkv1.NetworkResourceKeyPrefix+"gvnic-net"] = *resource.NewQuantity(1, resource.DecimalSI)
+				}
+			}
+		},
+		wants: []string{
+			"FAIL topology a3mega-pool-1:",
+			"network gvnic-net sits on host NIC gve0 (0000:06:00.0), which is not a GPU NIC",
+			"a gVNIC or other additional network on the GPU node pool takes a GPU NIC's place",
+		},
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			kube := append(append(gpuNodes(t, declared, 2), controllers()...), namespace("default"))
+			c.edit(t, kube)
+			f := newFakeCluster(t, kube, establishedCRDs(t), []runtime.Object{unstructuredOf(t, shipped(t, declared))})
+			code, stdout, stderr := dryRun(t, f.connect, declared)
+			if code != exitFailure {
+				t.Fatalf("exit %d, want %d; stderr:\n%s\nstdout:\n%s", code, exitFailure, stderr, stdout)
+			}
+			contains(t, "plan", stdout, append([]string{"cluster fabric (tcpxogen check cluster): FAILED"}, c.wants...)...)
+			contains(t, "stderr", stderr, "cluster fabric: the GPU pool fails", "tcpxogen check cluster --recipe FILE -v")
+			if c.pool && !strings.Contains(stdout, "GPU pool: ok") {
+				t.Errorf("the pool check failed too, so the case does not show what check cluster adds:\n%s", stdout)
+			}
+			if strings.Contains(stdout, "would create TrainingRuntime") && !strings.Contains(stdout, "refused") {
+				t.Errorf("a pool that fails check cluster was planned for:\n%s", stdout)
+			}
+			if w := f.writes(); len(w) > 0 {
+				t.Errorf("a refused run wrote to the cluster: %v", w)
+			}
+		})
 	}
 }

@@ -1,0 +1,49 @@
+package validate
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/tcpxogen/tcpxogen/internal/access"
+	"github.com/tcpxogen/tcpxogen/validators/cluster"
+)
+
+// checkCluster runs check cluster's checks (package cluster) on the GPU
+// pool: each node's GPU-NIC topology on its own and against the recipe's
+// mapping, the mapped Networks, the installer each node runs against the
+// pin, the deployed runtime's daemon against the installer's pair, and the
+// GKE floor. A benchmark on a pool they fail would measure a pool that loses
+// the fabric (a gVNIC in a GPU NIC's slot still passes every pod-level
+// check), so validate refuses it; warnings (a node without GKE's NIC
+// annotations) are printed, not refused.
+func (v *validation) checkCluster(ctx context.Context, cl *Clients) error {
+	cc := &cluster.Clients{Kube: cl.Kube, Dynamic: cl.Dynamic, Guard: cl.Guard, Host: cl.Host}
+	want := cluster.Expect{BOM: v.in.BOM, Releases: v.in.Releases, Mapping: v.rec.Interfaces()}
+	findings, err := cluster.RunCheck(ctx, cc, cluster.DefaultNodeSelector, access.InstallerNamespace, want)
+	if err != nil {
+		return fmt.Errorf("reading the GPU nodes' fabric on %s (as tcpxogen check cluster does): %w", cl.Host, err)
+	}
+	var fails, warns []string
+	for _, f := range findings {
+		switch f.Level {
+		case cluster.Fail:
+			fails = append(fails, f.String())
+		case cluster.Warn:
+			warns = append(warns, f.String())
+		}
+	}
+	title := "cluster fabric (tcpxogen check cluster): ok"
+	if len(fails) > 0 {
+		title = "cluster fabric (tcpxogen check cluster): FAILED"
+	}
+	s := v.section(title, fmt.Sprintf("  %d checks: %d failed, %d warnings", len(findings), len(fails), len(warns)))
+	for _, l := range append(fails, warns...) {
+		s.lines = append(s.lines, "    "+l)
+	}
+	if len(fails) > 0 {
+		v.refuse("cluster fabric", "the GPU pool fails %d of check cluster's checks, so a benchmark there would not be evidence about the fabric the runtime expects; fix each (tcpxogen check cluster --recipe FILE -v lists them):\n    %s",
+			len(fails), strings.Join(fails, "\n    "))
+	}
+	return nil
+}
