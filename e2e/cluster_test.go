@@ -138,8 +138,21 @@ func TestDiscoverAndCheckCluster(t *testing.T) {
 		nets := []string{"zeta", "alpha", "mike", "bravo", "yankee", "charlie", "x-ray", "delta"}
 		provision(t, ctx, nets, func(string) []harness.HostNIC { return harness.A3MegaNICs(nets) })
 		code, out, errs := runCLI(t, "discover")
-		if want := "eth1=zeta,eth2=alpha,eth3=mike,eth4=bravo,eth5=yankee,eth6=charlie,eth7=x-ray,eth8=delta"; code != 0 || strings.TrimSpace(out) != want {
+		want := "eth1=zeta,eth2=alpha,eth3=mike,eth4=bravo,eth5=yankee,eth6=charlie,eth7=x-ray,eth8=delta"
+		if code != 0 || strings.TrimSpace(out) != want {
 			t.Errorf("discover: exit %d, %q, want %s\n%s", code, out, want, errs)
+		}
+		// render runtime --from-cluster is discover and render in one step.
+		code, fromCluster, errs := runCLI(t, "render", "runtime", "--from-cluster")
+		if code != 0 || !strings.Contains(errs, "--from-cluster: "+want) {
+			t.Fatalf("render runtime --from-cluster: exit %d\n%s", code, errs)
+		}
+		code, byHand, errs := runOffline(t, "render", "runtime", "--interfaces", want)
+		if code != 0 {
+			t.Fatalf("render runtime --interfaces %s: exit %d\n%s", want, code, errs)
+		}
+		if fromCluster != byHand {
+			t.Errorf("render runtime --from-cluster differs from render runtime --interfaces %s", want)
 		}
 	})
 
@@ -199,6 +212,9 @@ func TestDiscoverAndCheckCluster(t *testing.T) {
 				if !strings.Contains(errs, w) {
 					t.Errorf("discover's refusal does not say %q:\n%s", w, errs)
 				}
+			}
+			if code, out, errs := runCLI(t, "render", "runtime", "--from-cluster"); code != 1 || out != "" || !strings.Contains(errs, "nothing rendered") {
+				t.Errorf("render runtime --from-cluster: exit %d, stdout %d bytes; want 1 and nothing rendered\n%s", code, len(out), errs)
 			}
 			code, out, errs = runCLI(t, "check", "cluster")
 			if code != 1 || !strings.Contains(out, "check cluster: FAIL") {

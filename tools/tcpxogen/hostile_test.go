@@ -174,8 +174,11 @@ func TestHostileInputs(t *testing.T) {
 		"validate --trainer-manifests": func(_ *testing.T, p string) []string {
 			return []string{"validate", "--recipe", recipe, "--trainer-manifests", p, "--dry-run", "--root", root}
 		},
-		"discover --kubeconfig": func(_ *testing.T, p string) []string { return []string{"discover", "--kubeconfig", p} },
+		"discover --kubeconfig":  func(_ *testing.T, p string) []string { return []string{"discover", "--kubeconfig", p} },
 		"check cluster --recipe": func(_ *testing.T, p string) []string { return []string{"check", "cluster", "--recipe", p} },
+		"render runtime --from-cluster --kubeconfig": func(_ *testing.T, p string) []string {
+			return []string{"render", "runtime", "--from-cluster", "--kubeconfig", p}
+		},
 		"extract (bom.yaml)": func(t *testing.T, p string) []string {
 			return []string{"extract", "--root", dataRoot(t, p), "--source", "testdata", "--cache-dir", ""}
 		},

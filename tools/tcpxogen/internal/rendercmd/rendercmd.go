@@ -12,18 +12,22 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/internal/access"
 	"github.com/tcpxogen/tcpxogen/internal/atomicfile"
 	"github.com/tcpxogen/tcpxogen/internal/coupling"
 	"github.com/tcpxogen/tcpxogen/internal/excerpt"
 	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/internal/goldens"
 	"github.com/tcpxogen/tcpxogen/internal/inputfile"
+	"github.com/tcpxogen/tcpxogen/internal/kubeconfig"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
+	"github.com/tcpxogen/tcpxogen/validators/cluster"
 	"github.com/tcpxogen/tcpxogen/validators/performance/derive"
 )
 
@@ -57,11 +61,14 @@ func run(ctx context.Context, args []string, s cli.Streams) error {
 	return sub(ctx, args[1:], s)
 }
 
-func renderRuntime(_ context.Context, args []string, s cli.Streams) error {
-	fs := cli.NewFlags("render runtime", "render runtime (--interfaces eth1=NET,...,eth8=NET | --values FILE) [--node-selector k=v]... [--toleration key[=value]:Effect]... [--worker-image REF] [--profile default|simple] [-o yaml|json]", s)
+func renderRuntime(ctx context.Context, args []string, s cli.Streams) error {
+	fs := cli.NewFlags("render runtime", "render runtime (--interfaces eth1=NET,...,eth8=NET | --values FILE | --from-cluster [--kubeconfig F] [--context C]) [--node-selector k=v]... [--toleration key[=value]:Effect]... [--worker-image REF] [--profile default|simple] [-o yaml|json]\n\n--from-cluster reads the mapping as tcpxogen discover does, from the nodes the runtime selects; read-only. RBAC: tcpxogen render rbac --for discover | kubectl apply -f -", s)
 	root := fs.String("root", "", "repository root whose bom/ to read (default: the checkout around the working directory, else the inputs built into tcpxogen)")
-	ifaces := fs.String("interfaces", "", "GPU-NIC to GKE Network mapping: eth1=<network>,...,eth8=<network> (required unless --values)")
+	ifaces := fs.String("interfaces", "", "GPU-NIC to GKE Network mapping: eth1=<network>,...,eth8=<network> (required unless --values or --from-cluster)")
 	values := fs.String("values", "", "YAML file with tcpxoInterfaces: [{interfaceName, network}, ...]")
+	fromCluster := fs.Bool("from-cluster", false, "discover the mapping from the cluster's A3 Mega nodes (tcpxogen discover) and render for it")
+	kubeconfigPath := fs.String("kubeconfig", "", "with --from-cluster: kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the pod's service account)")
+	kubeContext := fs.String("context", "", "with --from-cluster: kubeconfig context (default: the current context)")
 	selectors := fs.StringArray("node-selector", nil, "node selector key=value (repeatable; default cloud.google.com/gke-accelerator=nvidia-h100-mega-80gb)")
 	tolerations := fs.StringArray("toleration", nil, "toleration key[=value]:Effect (repeatable)")
 	worker := fs.String("worker-image", "", "worker image, pinned by digest (default: the BOM's worker image); it must be built for "+cudaNote(runtimes.GeneratedFacts()))
@@ -70,11 +77,25 @@ func renderRuntime(_ context.Context, args []string, s cli.Streams) error {
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	opts, err := runtimeOptions(*ifaces, *values, *selectors, *tolerations)
+	if !*fromCluster && (*kubeconfigPath != "" || *kubeContext != "") {
+		return cli.BadInput("--kubeconfig and --context are for --from-cluster; render reads no cluster without it")
+	}
+	if *fromCluster && (*ifaces != "" || *values != "") {
+		return cli.BadInput("give the mapping once: --from-cluster discovers it, so drop --interfaces and --values")
+	}
+	opts, err := runtimeOptions(*ifaces, *values, *selectors, *tolerations, *fromCluster)
 	if err != nil {
 		return cli.BadInput("%w", err)
 	}
 	opts.WorkerImage, opts.Profile = *worker, *profile
+	if *fromCluster {
+		found, err := discoverMapping(ctx, *kubeconfigPath, *kubeContext, opts.NodeSelector)
+		if err != nil {
+			return err
+		}
+		opts.Interfaces = found.Mapping
+		fmt.Fprintf(s.Err, "render: --from-cluster: %s, read from %d nodes\n", found.Interfaces, len(found.Nodes))
+	}
 	in, err := inputs(*root)
 	if err != nil {
 		return err
@@ -109,7 +130,7 @@ func renderBenchmark(_ context.Context, args []string, s cli.Streams) error {
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	opts, err := runtimeOptions(*ifaces, *values, *selectors, *tolerations)
+	opts, err := runtimeOptions(*ifaces, *values, *selectors, *tolerations, false)
 	if err != nil {
 		return cli.BadInput("%w", err)
 	}
@@ -215,12 +236,16 @@ func write(s cli.Streams, format runtimes.Format, header []string, objs ...any) 
 	return err
 }
 
-func runtimeOptions(ifaces, values string, selectors, tolerations []string) (runtimes.Options, error) {
+// runtimeOptions reads the render flags; with fromCluster the mapping is
+// left to discovery.
+func runtimeOptions(ifaces, values string, selectors, tolerations []string, fromCluster bool) (runtimes.Options, error) {
 	var opts runtimes.Options
 	var err error
 	switch {
 	case ifaces != "" && values != "":
 		return opts, fmt.Errorf("give the mapping once: --interfaces or --values, not both")
+	case fromCluster:
+		// Discovered once the flags are read.
 	case values != "":
 		data, rerr := inputfile.Read(values, inputfile.Spec{What: "--values", Max: inputfile.MaxData})
 		if rerr != nil {
@@ -324,4 +349,26 @@ func cudaNote(p facts.Facts) string {
 		return fmt.Sprintf("(unknown: %v)", err)
 	}
 	return b.Need("") + " for installer " + p.PluginVersion
+}
+
+// discoverMapping reads the mapping from the nodes the runtime will select
+// (its node selector as a label selector; the A3 Mega accelerator label by
+// default), exactly as discover does, under discover's permissions.
+func discoverMapping(ctx context.Context, kubeconfigPath, kubeContext string, nodeSelector map[string]string) (cluster.Found, error) {
+	c, err := cluster.Connect(access.Discover, kubeconfigPath, kubeContext, "")
+	if _, bad := errors.AsType[*kubeconfig.InputError](err); bad {
+		return cluster.Found{}, cli.BadInput("--from-cluster: %w", err)
+	}
+	if err != nil {
+		return cluster.Found{}, fmt.Errorf("--from-cluster: %w", err)
+	}
+	selector := cluster.DefaultNodeSelector
+	if len(nodeSelector) > 0 {
+		selector = labels.SelectorFromSet(nodeSelector).String()
+	}
+	found, err := cluster.RunDiscover(ctx, c, selector)
+	if err != nil {
+		return found, fmt.Errorf("--from-cluster: %w; nothing rendered", err)
+	}
+	return found, nil
 }

@@ -82,6 +82,10 @@ func TestRenderRuntimeRejectsBadMappings(t *testing.T) {
 		"worker digest only":    {[]string{"--interfaces", valid, "--worker-image", "x@sha256:" + strings.Repeat("a", 64)}, "has no tag"},
 		"unknown profile":       {[]string{"--interfaces", valid, "--profile", "fast"}, "fast"},
 		"unknown format":        {[]string{"--interfaces", valid, "-o", "toml"}, "toml"},
+		"discovered and given":  {[]string{"--from-cluster", "--interfaces", valid}, "give the mapping once: --from-cluster discovers it"},
+		"discovered and values": {[]string{"--from-cluster", "--values", "x.yaml"}, "give the mapping once: --from-cluster discovers it"},
+		"kubeconfig without it": {[]string{"--interfaces", valid, "--kubeconfig", "k"}, "--kubeconfig and --context are for --from-cluster"},
+		"no kubeconfig file":    {[]string{"--from-cluster", "--kubeconfig", "no-such-kubeconfig"}, "--from-cluster: kubeconfig no-such-kubeconfig"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			code, out, stderr := render(t, append([]string{"runtime"}, tc.args...)...)
