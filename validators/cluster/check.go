@@ -197,10 +197,16 @@ func checkInstaller(nodes []corev1.Node, st State, want Expect) []Finding {
 }
 
 // checkFloors holds each node's GKE version to the pinned release's floor
-// in bom/releases.yaml, where the release notes give one.
+// in bom/releases.yaml, where the release notes give one. The driver branch
+// the notes name (gpu-driver-version=R580) is a node-pool setting GKE does
+// not publish on the Node object, so it is a warning to confirm, never a
+// pass: nothing here can read it.
 func checkFloors(nodes []corev1.Node, want Expect) []Finding {
 	var out []Finding
 	pair, ok := want.Releases.PairFor(want.BOM.Images.Installer.Version)
+	if ok && pair.DriverBranch != "" {
+		out = append(out, Finding{Level: Warn, Check: "driver-branch", Message: fmt.Sprintf("installer %s's release notes require the node pool's gpu-driver-version=%s (driver %s or later), which the nodes do not show; confirm it with gcloud container node-pools describe POOL --cluster CLUSTER", pair.Installer, pair.DriverBranch, pair.Driver)})
+	}
 	if !ok || pair.GKE == "" {
 		return append(out, Finding{Level: OK, Check: "gke-version", Message: fmt.Sprintf("installer %s's release notes give no GKE floor", want.BOM.Images.Installer.Version)})
 	}

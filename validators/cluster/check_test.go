@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -149,7 +150,22 @@ func TestCheckFails(t *testing.T) {
 		w.BOM = &b
 		st := withNetworks(t, healthyState(t, w, healthy, "n0"), vpcs(8))
 		st.Nodes[0].Status.NodeInfo.KubeletVersion = "v1.32.9-gke.1000"
-		has(t, Check(st, w), Fail, "gke-version n0", "below 1.33.5-gke.1125000", "gpu-driver-version=R580")
+		fs := Check(st, w)
+		has(t, fs, Fail, "gke-version n0", "below 1.33.5-gke.1125000", "gpu-driver-version=R580")
+		// The Apr 30, 2026 notes name the node flag gpu-driver-version=R580
+		// and driver 580.65.06+; the Node object carries neither, so the
+		// check asks for it rather than passing it.
+		has(t, fs, Warn, "driver-branch", "gpu-driver-version=R580", "580.65.06", "node-pools describe")
+		if slices.ContainsFunc(fs, func(f Finding) bool { return f.Check == "driver-branch" && f.Level != Warn }) {
+			t.Errorf("the driver branch is judged, though no node shows it:\n%v", fs)
+		}
+	})
+	t.Run("a release whose notes name no driver branch", func(t *testing.T) {
+		// The Jan 9, 2026 section (v1.0.15) names no gpu-driver-version.
+		st := withNetworks(t, healthyState(t, want, healthy, "n0"), vpcs(8))
+		if fs := Check(st, want); slices.ContainsFunc(fs, func(f Finding) bool { return f.Check == "driver-branch" }) {
+			t.Errorf("a driver-branch finding for %s:\n%v", want.BOM.Images.Installer.Version, fs)
+		}
 	})
 }
 
