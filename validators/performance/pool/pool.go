@@ -12,12 +12,12 @@
 package pool
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
+	networkv1 "github.com/GoogleCloudPlatform/gke-networking-api/apis/network/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
@@ -31,11 +31,11 @@ const (
 	// accelerator type.
 	LabelAccelerator = "cloud.google.com/gke-accelerator"
 	// AnnotationNorthInterfaces is the node annotation GKE multi-networking
-	// maintains (kubernetes/cloud-provider-gcp, multi-network CIDR
-	// allocator): a JSON list of {"network": ..., "ipAddress": ...}, one
-	// entry per additional (non-default) GKE Network the node is attached
-	// to, Device-type networks such as the GPU NICs' included.
-	AnnotationNorthInterfaces = "networking.gke.io/north-interfaces"
+	// maintains: one {network, ipAddress} entry per additional (non-default)
+	// GKE Network the node is attached to, the GPU NICs' Device networks
+	// included. Its key and type are gke-networking-api's (apis/network/v1),
+	// the same discover and check cluster read.
+	AnnotationNorthInterfaces = networkv1.NorthInterfacesAnnotationKey
 )
 
 // Pool is what every GPU node must be.
@@ -210,12 +210,6 @@ func allocatableGPUs(n *corev1.Node) int64 {
 	return q.Value()
 }
 
-// northInterface is one entry of AnnotationNorthInterfaces.
-type northInterface struct {
-	Network   string `json:"network"`
-	IPAddress string `json:"ipAddress"`
-}
-
 // checkNICs counts the node's GPU-NIC networks from AnnotationNorthInterfaces:
 // the mapping's networks when the pool names them, else every additional
 // network but the default one.
@@ -224,8 +218,8 @@ func checkNICs(n *corev1.Node, w Pool) (string, bool) {
 	if !ok {
 		return "no " + AnnotationNorthInterfaces + " annotation: GKE multi-networking is not enabled on its node pool", false
 	}
-	var entries []northInterface
-	if err := json.Unmarshal([]byte(raw), &entries); err != nil {
+	entries, err := networkv1.ParseNorthInterfacesAnnotation(raw)
+	if err != nil {
 		return fmt.Sprintf("unreadable %s annotation (%v)", AnnotationNorthInterfaces, err), false
 	}
 	attached := map[string]bool{}

@@ -1,12 +1,12 @@
 package pool
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
+	networkv1 "github.com/GoogleCloudPlatform/gke-networking-api/apis/network/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,12 +34,18 @@ func node(name string, s spec) corev1.Node {
 		n.Labels[LabelAccelerator] = s.accelerator
 	}
 	if s.networks != nil {
-		var entries []northInterface
+		// Written with gke-networking-api's own marshaler, as GKE writes it.
+		var entries networkv1.NorthInterfacesAnnotation
 		for i, net := range s.networks {
-			entries = append(entries, northInterface{Network: net, IPAddress: fmt.Sprintf("10.%d.0.2", i+1)})
+			entries = append(entries, networkv1.NorthInterface{Network: net, IpAddress: fmt.Sprintf("10.%d.0.2", i+1)})
 		}
-		b, _ := json.Marshal(entries)
-		n.Annotations[AnnotationNorthInterfaces] = string(b)
+		raw, err := networkv1.MarshalNorthInterfacesAnnotation(entries)
+		if err != nil {
+			// Strings always marshal; the table literals that call this
+			// have no *testing.T to report to.
+			panic(err)
+		}
+		n.Annotations[AnnotationNorthInterfaces] = raw
 	}
 	if s.raw != "" {
 		n.Annotations[AnnotationNorthInterfaces] = s.raw
