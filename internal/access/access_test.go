@@ -371,3 +371,39 @@ func TestGuardIgnoresAdmissionRefusals(t *testing.T) {
 		t.Errorf("an admission refusal explained as RBAC:\n%v", explained)
 	}
 }
+
+// The commands whose --help says "Read-only" are granted no verb that
+// writes, and the one-line summary their help prints names each rule, where
+// a namespaced one is granted, and the objects a rule is narrowed to.
+func TestReadOnlyListsNeedOnlyReads(t *testing.T) {
+	reads := []string{"get", "list", "watch"}
+	for _, l := range []List{Discover, CheckCluster} {
+		t.Run(l.Command, func(t *testing.T) {
+			if len(l.Rows) > 0 {
+				t.Errorf("optional rows %s: a read-only command's help prints only its base row", rowNames(l))
+			}
+			needs := strings.Split(l.Needs(), "; ")
+			if len(needs) != len(l.Rules) {
+				t.Fatalf("Needs() = %q: %d parts for %d rules", l.Needs(), len(needs), len(l.Rules))
+			}
+			for i, r := range l.Rules {
+				for _, v := range r.Verbs {
+					if !slices.Contains(reads, v) {
+						t.Errorf("rule %s: verb %q writes", r.Permission(), v)
+					}
+				}
+				if !strings.HasPrefix(needs[i], r.Permission()) {
+					t.Errorf("part %d %q does not name %s", i, needs[i], r.Permission())
+				}
+				for _, name := range r.ResourceNames {
+					if !strings.Contains(needs[i], name) {
+						t.Errorf("part %q does not name the object %s it is narrowed to", needs[i], name)
+					}
+				}
+				if in := strings.Contains(needs[i], " in "); in != (r.Scope == InNamespace) {
+					t.Errorf("part %q: says a namespace %v, rule scope namespaced %v", needs[i], in, r.Scope == InNamespace)
+				}
+			}
+		})
+	}
+}

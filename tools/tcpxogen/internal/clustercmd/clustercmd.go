@@ -59,8 +59,15 @@ func (f ConnectFlags) Connect(list access.List) (*cluster.Clients, error) {
 	return c, err
 }
 
+// ReadOnlyHelp is the RBAC paragraph of a read-only command's --help: the
+// permissions it needs, from the list its client is held to, and the
+// command that prints them as a role.
+func ReadOnlyHelp(l access.List) string {
+	return "Read-only. RBAC: " + l.Needs() + ".\nAs a role: tcpxogen render rbac --for " + l.Command + " | kubectl apply -f -"
+}
+
 func discover(ctx context.Context, args []string, s cli.Streams) error {
-	fs := cli.NewFlags("discover", "discover [--kubeconfig F] [--context C] [--node-selector SEL] [-o interfaces|values|yaml]\n\nRead-only. RBAC: tcpxogen render rbac --for discover | kubectl apply -f -", s)
+	fs := cli.NewFlags("discover", "discover [--kubeconfig F] [--context C] [--node-selector SEL] [-o interfaces|values|yaml]\n\n"+ReadOnlyHelp(access.Discover), s)
 	cf := AddConnectFlags(fs)
 	format := fs.StringP("output", "o", "interfaces", "interfaces (the --interfaces value of render runtime), values (the --values file of render runtime) or yaml (the mapping and each node's NICs)")
 	if err := cli.Parse(fs, args); err != nil {
@@ -101,7 +108,7 @@ var errFailed = errors.New("the cluster check failed")
 
 // CheckCluster is `tcpxogen check cluster`, dispatched by `check`.
 func CheckCluster(ctx context.Context, args []string, s cli.Streams) error {
-	fs := cli.NewFlags("check cluster", "check cluster [--kubeconfig F] [--context C] [--recipe FILE] [--node-selector SEL] [--namespace NS] [-v]\n\nRead-only. RBAC: tcpxogen render rbac --for check-cluster | kubectl apply -f -", s)
+	fs := cli.NewFlags("check cluster", "check cluster [--kubeconfig F] [--context C] [--recipe FILE] [--node-selector SEL] [--namespace NS] [-v]\n\n"+ReadOnlyHelp(access.CheckCluster), s)
 	cf := AddConnectFlags(fs)
 	recipePath := fs.String("recipe", "", "recipe whose GPU-NIC mapping every node must carry (default: the nodes must agree among themselves)")
 	root := fs.String("root", "", "repository root whose bom/ to check against (default: the BOM built into the binary)")

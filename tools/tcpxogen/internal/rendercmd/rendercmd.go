@@ -27,6 +27,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/clustercmd"
 	"github.com/tcpxogen/tcpxogen/validators/cluster"
 	"github.com/tcpxogen/tcpxogen/validators/performance/derive"
 )
@@ -62,7 +63,7 @@ func run(ctx context.Context, args []string, s cli.Streams) error {
 }
 
 func renderRuntime(ctx context.Context, args []string, s cli.Streams) error {
-	fs := cli.NewFlags("render runtime", "render runtime (--interfaces eth1=NET,...,eth8=NET | --values FILE | --from-cluster [--kubeconfig F] [--context C]) [--node-selector k=v]... [--toleration key[=value]:Effect]... [--worker-image REF] [--profile default|simple] [-o yaml|json]\n\n--from-cluster reads the mapping as tcpxogen discover does, from the nodes the runtime selects; read-only. RBAC: tcpxogen render rbac --for discover | kubectl apply -f -", s)
+	fs := cli.NewFlags("render runtime", "render runtime (--interfaces eth1=NET,...,eth8=NET | --values FILE | --from-cluster [--kubeconfig F] [--context C]) [--node-selector k=v]... [--toleration key[=value]:Effect]... [--worker-image REF] [--profile default|simple] [-o yaml|json]\n\n--from-cluster reads the mapping as tcpxogen discover does, from the nodes the runtime selects. "+clustercmd.ReadOnlyHelp(access.Discover), s)
 	root := fs.String("root", "", "repository root whose bom/ to read (default: the checkout around the working directory, else the inputs built into tcpxogen)")
 	ifaces := fs.String("interfaces", "", "GPU-NIC to GKE Network mapping: eth1=<network>,...,eth8=<network> (required unless --values or --from-cluster)")
 	values := fs.String("values", "", "YAML file with tcpxoInterfaces: [{interfaceName, network}, ...]")
