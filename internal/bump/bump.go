@@ -52,7 +52,11 @@ type Config struct {
 	// read; zero means testdata for a testdata bump, else the registry.
 	DaemonSource extract.SourceSpec
 	DryRun       bool
-	CacheDir     string
+	// Rollback allows pinning a pair older than the pinned one. Without it
+	// an older tag is refused: a mistyped tag must not quietly take the
+	// fleet back to a release Google has superseded.
+	Rollback bool
+	CacheDir string
 	// Transport and Keychain reach the registry; nil means the default
 	// transport and the default and Google keychains.
 	Transport http.RoundTripper
@@ -118,6 +122,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if pair.Source != bom.SourceReleaseNotes {
 		return nil, bad("--installer %s: %s lists its pair (daemon %s) from %s only, not from the release notes: only a published pair may be pinned; set its source: to %s once the GKE release notes list it",
 			cfg.Installer, bom.ReleasesRepoPath, pair.Daemon, pair.Source, bom.SourceReleaseNotes)
+	}
+	if cur, known := rel.PairFor(oldB.Images.Installer.Version); known && pair.Date < cur.Date && !cfg.Rollback {
+		return nil, bad("--installer %s (published %s) is older than the pinned %s (published %s): a bump moves to a newer pair; to roll back deliberately, add --rollback",
+			cfg.Installer, pair.Date, cur.Installer, cur.Date)
 	}
 	spec, dspec, err := sources(cfg)
 	if err != nil {
@@ -224,6 +232,9 @@ func (cfg Config) title(spec, dspec extract.SourceSpec) string {
 		return cfg.Title
 	}
 	t := "tcpxogen bump --installer " + cfg.Installer + " --source " + spec.Raw
+	if cfg.Rollback {
+		t += " --rollback"
+	}
 	if dspec.Raw != extract.DefaultDaemonSource(spec).Raw {
 		t += " --daemon-source " + dspec.Raw
 	}

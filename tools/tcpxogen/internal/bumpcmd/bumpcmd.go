@@ -29,16 +29,18 @@ func Commands() cli.Commands {
 }
 
 func runBump(ctx context.Context, args []string, s cli.Streams) error {
-	fs := cli.NewFlags("bump", "bump --installer TAG [--source registry|testdata|oci-layout:DIR] [--daemon-source …] [--dry-run] [--summary FILE]\n\n"+
+	fs := cli.NewFlags("bump", "bump --installer TAG [--source registry|testdata|oci-layout:DIR] [--daemon-source …] [--rollback] [--dry-run] [--summary FILE]\n\n"+
 		"Pins TAG and the daemon bom/releases.yaml publishes with it (a release-notes pair only) in bom/bom.yaml, by the digests the\n"+
 		"source resolves (never by tag alone), re-extracts the facts, regenerates generated/tcpxo, the goldens and the generated docs,\n"+
 		"runs bom-check and prints a Markdown summary for the pull request. --source testdata rehearses offline on the bundled\n"+
 		"reconstruction (recorded as a SUBSTITUTE). Exit 0: complete; 1: decisions to record (listed; the tree stays changed) or\n"+
-		"bom-check failed; 2: bad input (unknown tag, unpublished pair, unresolvable digest, unwritable tree: nothing written).", s)
+		"bom-check failed; 2: bad input (unknown tag, unpublished pair, an older pair without --rollback, unresolvable digest,\n"+
+		"unwritable tree: nothing written).", s)
 	root := fs.String("root", "", "repository root (default: found upwards from the working directory)")
 	installer := fs.String("installer", "", "installer tag to pin, one of bom/releases.yaml's release-notes pairs (required)")
 	source := fs.String("source", extract.SourceRegistry, "where both digests are resolved and the images read: registry (the published repositories of bom/bom.yaml), testdata (the bundled reconstructions, a SUBSTITUTE) or oci-layout:DIR (the installer pulled into DIR)")
 	daemonSource := fs.String("daemon-source", "", "where the daemon's digest is resolved, same forms (default: testdata with --source testdata, else registry)")
+	rollback := fs.Bool("rollback", false, "allow a pair older than the pinned one (a deliberate roll back; without it an older tag is refused)")
 	dryRun := fs.Bool("dry-run", false, "print the summary and write nothing (bom-check is not run: it judges the written tree)")
 	summary := fs.String("summary", "", "also write the summary to FILE (not with --dry-run)")
 	cacheDir := fs.String("cache-dir", cli.DefaultCacheDir(), "content-addressed blob cache (verified on read); bom-check re-extracts a registry bump from it")
@@ -55,7 +57,7 @@ func runBump(ctx context.Context, args []string, s cli.Streams) error {
 	if err != nil {
 		return cli.BadInput("%w", err)
 	}
-	cfg := bump.Config{Root: r, Installer: *installer, DryRun: *dryRun, CacheDir: *cacheDir}
+	cfg := bump.Config{Root: r, Installer: *installer, DryRun: *dryRun, Rollback: *rollback, CacheDir: *cacheDir}
 	if cfg.Source, err = extract.ParseSource(*source); err != nil {
 		return cli.BadInput("%w", err)
 	}

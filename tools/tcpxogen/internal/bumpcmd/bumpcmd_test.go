@@ -270,3 +270,68 @@ func TestBumpCommandExitsOneForMissingDecisions(t *testing.T) {
 		t.Fatalf("stderr %q / summary do not list the missing decision", stderr)
 	}
 }
+
+// TestRollbackNeedsTheFlag: the release-notes pair published just before the
+// pinned one is refused without --rollback (exit 2, nothing written), and
+// pinned with it, the summary's title saying so. The pairs are read from the
+// scratch tree's bom/releases.yaml, not assumed.
+func TestRollbackNeedsTheFlag(t *testing.T) {
+	root := scratch(t)
+	b, rel, err := bom.LoadAll(filepath.Join(root, bom.RepoPath), filepath.Join(root, bom.ReleasesRepoPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, ok := rel.PairFor(b.Images.Installer.Version)
+	if !ok {
+		t.Fatalf("the pinned installer %s has no pair in bom/releases.yaml", b.Images.Installer.Version)
+	}
+	var older bom.Pair
+	for _, inst := range rel.PublishedInstallers() { // newest first
+		p, _ := rel.PairFor(inst)
+		if p.Date < cur.Date && p.Source == bom.SourceReleaseNotes {
+			older = p
+			break
+		}
+	}
+	if older.Installer == "" {
+		t.Fatalf("no release-notes pair is older than the pinned %s", cur.Installer)
+	}
+	if _, err := os.Stat(filepath.Join(root, "testdata", "installer", older.Installer)); err != nil {
+		t.Skipf("no bundled reconstruction of %s to roll back to: %v", older.Installer, err)
+	}
+
+	was := tree(t, root)
+	code, stdout, stderr := run("bump", "--root", root, "--installer", older.Installer, "--source", "testdata", "--cache-dir", t.TempDir())
+	if code != cli.ExitUsage {
+		t.Fatalf("without --rollback: exit %d, want 2\nstderr: %s", code, stderr)
+	}
+	for _, w := range []string{"--installer " + older.Installer + " (published " + older.Date + ") is older than the pinned " + cur.Installer + " (published " + cur.Date + ")", "add --rollback"} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("stderr lacks %q:\n%s", w, stderr)
+		}
+	}
+	if stdout != "" || len(stderr) > maxMessage {
+		t.Errorf("a refused bump printed %d bytes of summary and %d of message", len(stdout), len(stderr))
+	}
+	now := tree(t, root)
+	for p, data := range was {
+		if now[p] != data {
+			t.Errorf("%s changed by a refused bump", p)
+		}
+	}
+
+	code, stdout, stderr = run("bump", "--root", root, "--installer", older.Installer, "--source", "testdata", "--rollback", "--cache-dir", t.TempDir())
+	if code != cli.ExitOK {
+		t.Fatalf("with --rollback: exit %d, want 0 (bom-check passes and every decision is recorded)\nstderr: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "--installer "+older.Installer+" --source testdata --rollback") {
+		t.Errorf("the summary's title does not say it is a roll back:\n%.300s", stdout)
+	}
+	after, err := bom.Load(filepath.Join(root, bom.RepoPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Images.Installer.Version != older.Installer || after.Images.Daemon.Version != older.Daemon {
+		t.Errorf("after --rollback the BOM pins %s / %s, want %s / %s", after.Images.Installer.Version, after.Images.Daemon.Version, older.Installer, older.Daemon)
+	}
+}
