@@ -324,6 +324,9 @@ func TestRollbackNeedsTheFlag(t *testing.T) {
 	if code != cli.ExitOK {
 		t.Fatalf("with --rollback: exit %d, want 0 (bom-check passes and every decision is recorded)\nstderr: %s", code, stderr)
 	}
+	if !strings.Contains(stdout, "**ROLL BACK**: installer "+older.Installer) {
+		t.Errorf("the summary does not head the change as a roll back:\n%.600s", stdout)
+	}
 	if !strings.Contains(stdout, "--installer "+older.Installer+" --source testdata --rollback") {
 		t.Errorf("the summary's title does not say it is a roll back:\n%.300s", stdout)
 	}
