@@ -191,6 +191,15 @@ func TestDiscoverAndCheckCluster(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, want: []string{nodes[0], "but no " + networkv1.NICInfoAnnotationKey}},
+		// One unverified node beside verified ones is only a warning; a pool
+		// where no node shows its NICs has had nothing checked.
+		{name: "no node shows its NICs", nets: vpcs, nics: healthy, tweak: func(t *testing.T) {
+			for _, n := range nodes {
+				if err := cp.SetNodeAnnotations(ctx, n, map[string]*string{networkv1.NICInfoAnnotationKey: nil, networkv1.NorthInterfacesAnnotationKey: nil}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}, want: []string{nodes[0], "has neither " + networkv1.NorthInterfacesAnnotationKey}},
 		{name: "a malformed annotation", nets: vpcs, nics: healthy, tweak: func(t *testing.T) {
 			bad := `[{"network": "vpc1", "ipAddress": `
 			if err := cp.SetNodeAnnotations(ctx, nodes[1], map[string]*string{networkv1.NorthInterfacesAnnotationKey: &bad}); err != nil {

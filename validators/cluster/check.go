@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	networkv1 "github.com/GoogleCloudPlatform/gke-networking-api/apis/network/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/version"
 
@@ -86,10 +87,12 @@ func Check(st State, want Expect) []Finding {
 	// every node leaves nothing to disagree), then against the recipe or
 	// the other nodes.
 	mappings := map[interfaces.Mapping][]string{}
+	unverified := 0
 	for i := range nodes {
 		n := &nodes[i]
 		nn, err := ReadNode(n)
 		if errors.Is(err, ErrUnverified) {
+			unverified++
 			add(Warn, "topology", n.Name, "unverified: %v", err)
 			continue
 		}
@@ -108,6 +111,13 @@ func Check(st State, want Expect) []Finding {
 			continue
 		}
 		add(OK, "topology", n.Name, "eight GPU NICs on eight PCI slots: %s", m)
+	}
+	// Unverified nodes are warnings only beside nodes that were verified: a
+	// pool where no node shows its NICs has had nothing checked, and a pass
+	// there would vouch for a topology nobody read.
+	if unverified == len(nodes) {
+		add(Fail, "topology", "", "no target node's GPU-NIC topology could be verified (none carries %s and %s): nothing shows that the pods' eight networks reach eight GPU NICs; GKE writes both on multi-network nodes, so check that the node pool was created with the eight additional networks (--additional-node-network) and that --node-selector picks the A3 Mega nodes",
+			networkv1.NorthInterfacesAnnotationKey, networkv1.NICInfoAnnotationKey)
 	}
 	if want.Mapping.IsZero() && len(mappings) > 1 {
 		var lines []string

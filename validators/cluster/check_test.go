@@ -143,6 +143,32 @@ func TestCheckFails(t *testing.T) {
 		has(t, fs, Warn, "topology n0", "unverified")
 		has(t, fs, Fail, "topology n1", "is not GKE's JSON list")
 	})
+	// One unverified node beside verified ones is a warning (the issue's
+	// contract); a pool where no node shows its NICs has had nothing
+	// checked and fails, whatever else passes.
+	t.Run("no node verified", func(t *testing.T) {
+		st := withNetworks(t, healthyState(t, want, healthy, "n0", "n1"), vpcs(8))
+		for i := range st.Nodes {
+			delete(st.Nodes[i].Annotations, "networking.gke.io/nic-info")
+			delete(st.Nodes[i].Annotations, "networking.gke.io/north-interfaces")
+		}
+		fs := Check(st, want)
+		has(t, fs, Warn, "topology n0", "unverified")
+		has(t, fs, Warn, "topology n1", "unverified")
+		has(t, fs, Fail, "topology", "no target node's GPU-NIC topology could be verified", "--additional-node-network")
+		if !Failed(fs) {
+			t.Errorf("a pool with no node verified passes:\n%v", fs)
+		}
+	})
+	t.Run("one node unverified beside a verified one", func(t *testing.T) {
+		st := withNetworks(t, healthyState(t, want, healthy, "n0", "n1"), vpcs(8))
+		st.Nodes[0].Annotations = nil
+		fs := Check(st, want)
+		has(t, fs, Warn, "topology n0", "unverified")
+		if Failed(fs) {
+			t.Errorf("one unverified node beside a verified one fails:\n%v", fs)
+		}
+	})
 	t.Run("a node below the release's GKE floor", func(t *testing.T) {
 		w := want
 		b := *want.BOM
