@@ -215,7 +215,7 @@ func checkFloors(nodes []corev1.Node, want Expect) []Finding {
 	var out []Finding
 	pair, ok := want.Releases.PairFor(want.BOM.Images.Installer.Version)
 	if ok && pair.DriverBranch != "" {
-		out = append(out, Finding{Level: Warn, Check: "driver-branch", Message: fmt.Sprintf("installer %s's release notes require the node pool's gpu-driver-version=%s (driver %s or later), which the nodes do not show; confirm it with gcloud container node-pools describe POOL --cluster CLUSTER", pair.Installer, pair.DriverBranch, pair.Driver)})
+		out = append(out, Finding{Level: Warn, Check: "driver-branch", Message: fmt.Sprintf("installer %s's release notes require the node pool's gpu-driver-version=%s (driver %s or later), which the Node objects cannot confirm (%s; GKE publishes that label's values as install modes, default, latest or disabled, not driver branches); confirm it with gcloud container node-pools describe POOL --cluster CLUSTER", pair.Installer, pair.DriverBranch, pair.Driver, driverLabels(nodes))})
 	}
 	if !ok || pair.GKE == "" {
 		return append(out, Finding{Level: OK, Check: "gke-version", Message: fmt.Sprintf("installer %s's release notes give no GKE floor", want.BOM.Images.Installer.Version)})
@@ -237,6 +237,34 @@ func checkFloors(nodes []corev1.Node, want Expect) []Finding {
 		}
 	}
 	return out
+}
+
+// DriverVersionLabel is the node label GKE sets from the node pool's
+// gpu-driver-version (Google's Autopilot NCCL test selects nodes by
+// cloud.google.com/gke-gpu-driver-version: latest). Its published values
+// are GKE's install modes (default, latest, disabled; the API's
+// GPUDriverVersion enum), not a driver branch, so it is reported, never
+// judged.
+const DriverVersionLabel = "cloud.google.com/gke-gpu-driver-version"
+
+// driverLabels says what each node's DriverVersionLabel reads, grouped by
+// value.
+func driverLabels(nodes []corev1.Node) string {
+	byValue := map[string][]string{}
+	for _, n := range nodes {
+		v := n.Labels[DriverVersionLabel]
+		byValue[v] = append(byValue[v], n.Name)
+	}
+	var parts []string
+	for v, ns := range byValue {
+		if v == "" {
+			parts = append(parts, "no "+DriverVersionLabel+" label on "+names(ns))
+			continue
+		}
+		parts = append(parts, DriverVersionLabel+"="+v+" on "+names(ns))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, "; ")
 }
 
 func containerImage(cs []corev1.Container, name string) (string, bool) {

@@ -169,6 +169,29 @@ func TestCheckFails(t *testing.T) {
 			t.Errorf("one unverified node beside a verified one fails:\n%v", fs)
 		}
 	})
+	// The label GKE sets from the node pool's gpu-driver-version names an
+	// install mode (Google's Autopilot NCCL test selects
+	// cloud.google.com/gke-gpu-driver-version: latest; GKE's API enum is
+	// default, latest, disabled), so the warning reports it per node and
+	// never turns it into a pass.
+	t.Run("the driver label is reported, not judged", func(t *testing.T) {
+		w := want
+		b := *want.BOM
+		b.Images.Installer.Version = "v1.0.17"
+		w.BOM = &b
+		st := withNetworks(t, healthyState(t, w, healthy, "n0", "n1", "n2"), vpcs(8))
+		for i, v := range []string{"latest", "latest", "R595"} {
+			if st.Nodes[i].Labels == nil {
+				st.Nodes[i].Labels = map[string]string{}
+			}
+			st.Nodes[i].Labels[DriverVersionLabel] = v
+		}
+		fs := Check(st, w)
+		has(t, fs, Warn, "driver-branch", "gpu-driver-version=R595", DriverVersionLabel+"=R595 on n2", DriverVersionLabel+"=latest on n0, n1")
+		if slices.ContainsFunc(fs, func(f Finding) bool { return f.Check == "driver-branch" && f.Level != Warn }) {
+			t.Errorf("the driver branch is judged from a label:\n%v", fs)
+		}
+	})
 	t.Run("a node below the release's GKE floor", func(t *testing.T) {
 		w := want
 		b := *want.BOM
@@ -182,6 +205,7 @@ func TestCheckFails(t *testing.T) {
 		// and driver 580.65.06+; the Node object carries neither, so the
 		// check asks for it rather than passing it.
 		has(t, fs, Warn, "driver-branch", "gpu-driver-version=R580", "580.65.06", "node-pools describe")
+		has(t, fs, Warn, "driver-branch", "no "+DriverVersionLabel+" label on n0")
 		if slices.ContainsFunc(fs, func(f Finding) bool { return f.Check == "driver-branch" && f.Level != Warn }) {
 			t.Errorf("the driver branch is judged, though no node shows it:\n%v", fs)
 		}
