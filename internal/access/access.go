@@ -74,28 +74,6 @@ func qualified(group, resource string) string {
 	return res + "." + group
 }
 
-// Needs is the base row in one line, for a read-only command's --help:
-// "list nodes; list pods in the namespace …; get clustertrainingruntimes…
-// torch-distributed-tcpxo". `render rbac` prints the same rules as a role.
-func (l List) Needs() string {
-	var parts []string
-	for _, r := range l.Rules {
-		p := r.Permission()
-		if len(r.ResourceNames) > 0 {
-			p += " " + strings.Join(r.ResourceNames, ",")
-		}
-		if r.Scope == InNamespace {
-			ns := r.Namespace
-			if ns == "" {
-				ns = l.Namespace
-			}
-			p += " in " + ns
-		}
-		parts = append(parts, p)
-	}
-	return strings.Join(parts, "; ")
-}
-
 // List is one command's declared permissions. Rows are alternatives a user
 // asks for: the base row always, and rows such as "install-trainer" only
 // when the command is to be allowed what they cover.
@@ -128,6 +106,28 @@ func (l List) Row(name string) (Row, bool) {
 		return Row{}, false
 	}
 	return l.Rows[i], true
+}
+
+// Needs is the base row in one line, for a read-only command's --help:
+// "list nodes; list pods in the namespace …; get clustertrainingruntimes…
+// torch-distributed-tcpxo". `render rbac` prints the same rules as a role.
+func (l List) Needs() string {
+	var parts []string
+	for _, r := range l.Rules {
+		p := r.Permission()
+		if len(r.ResourceNames) > 0 {
+			p += " " + strings.Join(r.ResourceNames, ",")
+		}
+		if r.Scope == InNamespace {
+			ns := r.Namespace
+			if ns == "" {
+				ns = l.Namespace
+			}
+			p += " in " + ns
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // Binding is a list bound to one namespace with some of its rows: what one
