@@ -140,6 +140,19 @@ func (r *Releases) NewerPairs(installer string) []Pair {
 	return out
 }
 
+// RollBack reports whether moving the pin from installer from to installer
+// to goes back to a pair published earlier, by the release notes' dates
+// (tags do not order: v1.0.9-1 follows v1.0.8-1). was and now are the two
+// pairs; back is false when either is not in the table, or there is none.
+func (r *Releases) RollBack(from, to string) (was, now Pair, back bool) {
+	if r == nil {
+		return was, now, false
+	}
+	was, okFrom := r.PairFor(from)
+	now, okTo := r.PairFor(to)
+	return was, now, okFrom && okTo && now.Date < was.Date
+}
+
 // confirmedInstallers lists the installers of release-notes pairs, newest first.
 func (r *Releases) confirmedInstallers() []string {
 	return slices.DeleteFunc(r.PublishedInstallers(), func(inst string) bool {

@@ -123,9 +123,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, bad("--installer %s: %s lists its pair (daemon %s) from %s only, not from the release notes: only a published pair may be pinned; set its source: to %s once the GKE release notes list it",
 			cfg.Installer, bom.ReleasesRepoPath, pair.Daemon, pair.Source, bom.SourceReleaseNotes)
 	}
-	if cur, known := rel.PairFor(oldB.Images.Installer.Version); known && pair.Date < cur.Date && !cfg.Rollback {
+	switch cur, _, back := rel.RollBack(oldB.Images.Installer.Version, cfg.Installer); {
+	case back && !cfg.Rollback:
 		return nil, bad("--installer %s (published %s) is older than the pinned %s (published %s): a bump moves to a newer pair; to roll back deliberately, add --rollback",
 			cfg.Installer, pair.Date, cur.Installer, cur.Date)
+	case !back && cfg.Rollback:
+		return nil, bad("--rollback: --installer %s is not older than the pinned %s: drop --rollback", cfg.Installer, oldB.Images.Installer.Version)
 	}
 	spec, dspec, err := sources(cfg)
 	if err != nil {

@@ -68,18 +68,6 @@ func Missing(s Snapshot) []Decision {
 	return slices.DeleteFunc(ds, func(d Decision) bool { return d.Decision != nil })
 }
 
-// rollBack reports whether the installer moves from oldVersion to an older
-// published pair, by the release notes' dates (tags do not order: v1.0.9-1
-// follows v1.0.8-1).
-func rollBack(rel *bom.Releases, oldVersion, newVersion string) (was, now bom.Pair, back bool) {
-	if rel == nil {
-		return was, now, false
-	}
-	was, okOld := rel.PairFor(oldVersion)
-	now, okNew := rel.PairFor(newVersion)
-	return was, now, okOld && okNew && now.Date < was.Date
-}
-
 // Markdown renders r for a pull request: the one renderer bump and review
 // share, so both show a change the same way.
 func Markdown(r Report) string {
@@ -93,7 +81,7 @@ func Markdown(r Report) string {
 	}
 	fmt.Fprintf(&b, "## %s\n\n", r.Title)
 	fmt.Fprintf(&b, "Installer %s → %s, daemon %s → %s.\n\n", or(o.PluginVersion), or(n.PluginVersion), or(o.DaemonVersion), or(n.DaemonVersion))
-	if was, now, back := rollBack(r.New.Releases, o.PluginVersion, n.PluginVersion); back {
+	if was, now, back := r.New.Releases.RollBack(o.PluginVersion, n.PluginVersion); back {
 		fmt.Fprintf(&b, "**ROLL BACK**: installer %s was published on %s, before %s (%s): the change takes the nodes' pair back to a release Google has superseded.\n\n", now.Installer, now.Date, was.Installer, was.Date)
 	}
 	for _, p := range []struct {

@@ -138,6 +138,10 @@ func TestBadInputWritesNothing(t *testing.T) {
 			args: []string{"--installer", "v1.0.18", "--source", "testdata"},
 			want: []string{"--installer v1.0.18", "from manifests only", "only a published pair may be pinned", "set its source: to release-notes"},
 		},
+		"--rollback to a newer pair": {
+			args: []string{"--installer", "v1.0.16", "--source", "testdata", "--rollback"},
+			want: []string{"--rollback: --installer v1.0.16 is not older than the pinned", "drop --rollback"},
+		},
 		"no installer": {
 			args: []string{"--source", "testdata"},
 			want: []string{"--installer is required"},
