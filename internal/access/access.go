@@ -63,6 +63,15 @@ func (r Rule) Permission() string {
 	return strings.Join(r.Verbs, ",") + " " + qualified(r.Group, r.Resource)
 }
 
+// granted is the permission with the objects it is narrowed to: "get
+// clustertrainingruntimes.trainer.kubeflow.org torch-distributed-tcpxo".
+func (r Rule) granted() string {
+	if len(r.ResourceNames) == 0 {
+		return r.Permission()
+	}
+	return r.Permission() + " " + strings.Join(r.ResourceNames, ",")
+}
+
 func qualified(group, resource string) string {
 	if group == "" {
 		return resource
@@ -108,22 +117,20 @@ func (l List) Row(name string) (Row, bool) {
 	return l.Rows[i], true
 }
 
-// Needs is the base row in one line, for a read-only command's --help:
-// "list nodes; list pods in the namespace …; get clustertrainingruntimes…
+// Needs is the base row in one line, for a read-only command's --help, as
+// bound to the default namespace: "list nodes; list pods in kube-system
+// (--namespace); get clustertrainingruntimes.trainer.kubeflow.org
 // torch-distributed-tcpxo". `render rbac` prints the same rules as a role.
 func (l List) Needs() string {
+	b := Binding{List: l, Namespace: l.DefaultNamespace}
 	var parts []string
-	for _, r := range l.Rules {
-		p := r.Permission()
-		if len(r.ResourceNames) > 0 {
-			p += " " + strings.Join(r.ResourceNames, ",")
-		}
+	for _, r := range b.rules() {
+		p := r.granted()
 		if r.Scope == InNamespace {
-			ns := r.Namespace
-			if ns == "" {
-				ns = l.Namespace
+			p += " in " + b.namespaceOf(r.Rule)
+			if r.Namespace == "" {
+				p += " (--namespace)"
 			}
-			p += " in " + ns
 		}
 		parts = append(parts, p)
 	}

@@ -150,11 +150,7 @@ func (b Binding) Render(subject Subject) (Rendered, error) {
 func ruleLines(rules []boundRule) []string {
 	var out []string
 	for i, r := range rules {
-		p := r.Permission()
-		if len(r.ResourceNames) > 0 {
-			p += " " + strings.Join(r.ResourceNames, ",")
-		}
-		out = append(out, fmt.Sprintf("  %d. %s: %s", i+1, p, r.For))
+		out = append(out, fmt.Sprintf("  %d. %s: %s", i+1, r.granted(), r.For))
 	}
 	return out
 }

@@ -1,7 +1,6 @@
 package releasediff
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,11 +13,7 @@ import (
 // it replaces is headed as a roll back; a move to a newer pair, or the same
 // one, is not. The pairs and their dates are bom/releases.yaml's.
 func TestRollBackIsNamed(t *testing.T) {
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := bom.FindRoot(wd)
+	root, err := bom.ResolveRoot("") // the checkout enclosing the test
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	networkv1 "github.com/GoogleCloudPlatform/gke-networking-api/apis/network/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -149,8 +150,8 @@ func TestCheckFails(t *testing.T) {
 	t.Run("no node verified", func(t *testing.T) {
 		st := withNetworks(t, healthyState(t, want, healthy, "n0", "n1"), vpcs(8))
 		for i := range st.Nodes {
-			delete(st.Nodes[i].Annotations, "networking.gke.io/nic-info")
-			delete(st.Nodes[i].Annotations, "networking.gke.io/north-interfaces")
+			delete(st.Nodes[i].Annotations, networkv1.NICInfoAnnotationKey)
+			delete(st.Nodes[i].Annotations, networkv1.NorthInterfacesAnnotationKey)
 		}
 		fs := Check(st, want)
 		has(t, fs, Warn, "topology n0", "unverified")
@@ -175,10 +176,7 @@ func TestCheckFails(t *testing.T) {
 	// default, latest, disabled), so the warning reports it per node and
 	// never turns it into a pass.
 	t.Run("the driver label is reported, not judged", func(t *testing.T) {
-		w := want
-		b := *want.BOM
-		b.Images.Installer.Version = "v1.0.17"
-		w.BOM = &b
+		w := pinning(want, "v1.0.17")
 		st := withNetworks(t, healthyState(t, w, healthy, "n0", "n1", "n2"), vpcs(8))
 		for i, v := range []string{"latest", "latest", "R595"} {
 			if st.Nodes[i].Labels == nil {
@@ -193,10 +191,7 @@ func TestCheckFails(t *testing.T) {
 		}
 	})
 	t.Run("a node below the release's GKE floor", func(t *testing.T) {
-		w := want
-		b := *want.BOM
-		b.Images.Installer.Version = "v1.0.16"
-		w.BOM = &b
+		w := pinning(want, "v1.0.16")
 		st := withNetworks(t, healthyState(t, w, healthy, "n0"), vpcs(8))
 		st.Nodes[0].Status.NodeInfo.KubeletVersion = "v1.32.9-gke.1000"
 		fs := Check(st, w)
@@ -217,6 +212,15 @@ func TestCheckFails(t *testing.T) {
 			t.Errorf("a driver-branch finding for %s:\n%v", want.BOM.Images.Installer.Version, fs)
 		}
 	})
+}
+
+// pinning is want with the BOM's installer pinned to version, as after a
+// bump: the release table's row for version applies.
+func pinning(want Expect, version string) Expect {
+	b := *want.BOM
+	b.Images.Installer.Version = version
+	want.BOM = &b
+	return want
 }
 
 // The runtime name check cluster reads is the shipped one.
