@@ -1,0 +1,3 @@
+package leaf
+
+func Name() string { return "leaf" }

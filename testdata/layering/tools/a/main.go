@@ -1,0 +1,9 @@
+package main
+
+import (
+	"fmt"
+
+	"example.com/layered/pipeline"
+)
+
+func main() { fmt.Println(pipeline.Run()) }

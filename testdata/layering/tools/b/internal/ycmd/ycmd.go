@@ -1,0 +1,5 @@
+package ycmd
+
+import "example.com/layered/internal/leaf"
+
+func Run() string { return leaf.Name() }
