@@ -291,8 +291,11 @@ func layeringViolations(modPath string, pkgs []pkgRecord) []string {
 			case toLayer > fromLayer:
 				out = append(out, fmt.Sprintf("%s imports %s: %s (layer %d) may not import %s (layer %d); move the shared code down or the importer up",
 					from, to, layers[fromLayer], fromLayer, layers[toLayer], toLayer))
+			case p.Name == "main" && strings.HasPrefix(to, from+"/"):
+				// A binary dispatching to its own subcommands is what its
+				// *cmd packages are for.
 			case isCommand(from, p.Name) && isCommand(to, names[imp]):
-				out = append(out, fmt.Sprintf("%s imports %s: commands never import each other; move what they share into a library below tools/ or into tools/tcpxogen/internal/cli",
+				out = append(out, fmt.Sprintf("%s imports %s: commands never import each other; move what they share into a library below tools/ or into tools/internal/cli",
 					from, to))
 			}
 		}
@@ -382,7 +385,7 @@ func TestLayeringCatchesUpwardImport(t *testing.T) {
 	}
 	want := []string{
 		"runtimes imports validators/check: runtimes (layer 3) may not import validators (layer 4); move the shared code down or the importer up",
-		"tools/b/internal/xcmd imports tools/b/internal/ycmd: commands never import each other; move what they share into a library below tools/ or into tools/tcpxogen/internal/cli",
+		"tools/b/internal/xcmd imports tools/b/internal/ycmd: commands never import each other; move what they share into a library below tools/ or into tools/internal/cli",
 	}
 	if diff := cmp.Diff(want, layeringViolations("example.com/layered", pkgs)); diff != "" {
 		t.Errorf("violations in testdata/layering (-want +got):\n%s", diff)
@@ -416,12 +419,32 @@ func TestLayeringViolations(t *testing.T) {
 		"internal/b imports bom: internal (layer 0) may not import bom (layer 1); move the shared code down or the importer up",
 		"newtop/z is in no layer: put it under internal/, bom, generated, runtimes, validators, pipeline or tools",
 		"runtimes/r imports validators/v: runtimes (layer 3) may not import validators (layer 4); move the shared code down or the importer up",
-		"tools/t imports tools/t/internal/gocmd: commands never import each other; move what they share into a library below tools/ or into tools/tcpxogen/internal/cli",
-		"tools/t/internal/gocmd imports tools/t/internal/stopcmd: commands never import each other; move what they share into a library below tools/ or into tools/tcpxogen/internal/cli",
-		"tools/t/internal/stopcmd imports tools/u: commands never import each other; move what they share into a library below tools/ or into tools/tcpxogen/internal/cli",
+		"tools/t/internal/gocmd imports tools/t/internal/stopcmd: commands never import each other; move what they share into a library below tools/ or into tools/internal/cli",
+		"tools/t/internal/stopcmd imports tools/u: commands never import each other; move what they share into a library below tools/ or into tools/internal/cli",
 		"validators/v imports pipeline: validators (layer 4) may not import pipeline (layer 5); move the shared code down or the importer up",
 	}
 	if diff := cmp.Diff(want, layeringViolations(mod, pkgs)); diff != "" {
 		t.Errorf("layeringViolations (-want +got):\n%s", diff)
+	}
+}
+
+// TestRegeneratorLinksNoGeneratedCode: `go generate ./...` must rewrite a
+// missing or hand-broken generated/tcpxo, so the command it runs (and the
+// pipeline under it) may not depend on that package: it would not compile
+// first. Only runtimes/shipped links the compiled-in facts.
+func TestRegeneratorLinksNoGeneratedCode(t *testing.T) {
+	const emitted = modulePath + "/generated/tcpxo"
+	for _, cmd := range []string{"./tools/generate", "./pipeline"} {
+		out, err := exec.CommandContext(t.Context(), "go", "list", "-deps", "-f", "{{.ImportPath}}", cmd).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", cmd, err)
+		}
+		deps := strings.Fields(string(out))
+		if !slices.Contains(deps, modulePath+"/runtimes") {
+			t.Fatalf("go list -deps %s lists no runtimes package, so this check would see nothing: %v", cmd, deps)
+		}
+		if slices.Contains(deps, emitted) {
+			t.Errorf("%s links %s: the regenerator must build without the generated code; import runtimes, not runtimes/shipped", cmd, emitted)
+		}
 	}
 }

@@ -20,9 +20,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tcpxogen/tcpxogen/e2e/harness"
-	"github.com/tcpxogen/tcpxogen/internal/docgen"
+	"github.com/tcpxogen/tcpxogen/internal/markdown"
 	"github.com/tcpxogen/tcpxogen/runtimes"
-	"github.com/tcpxogen/tcpxogen/validators/admission"
+	"github.com/tcpxogen/tcpxogen/runtimes/admission"
+	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
 	"github.com/tcpxogen/tcpxogen/validators/schema"
 )
 
@@ -107,7 +108,7 @@ func guideTrainJobs(t *testing.T, ns string) (pitfalls, lintOnly, correct []*uns
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, b := range docgen.YAMLBlocks(data) {
+	for _, b := range markdown.YAMLBlocks(data) {
 		for _, doc := range documents(b.Content) {
 			u, err := decode(doc)
 			if err != nil || u.GetKind() != trainer.TrainJobKind || mustRef(u) != runtimes.RuntimeName {
@@ -206,7 +207,7 @@ func TestAdmissionPolicy(t *testing.T) {
 	}
 
 	// The capability advisory: two nodes on a runtime without the wiring.
-	plain, err := runtimes.Shipped()
+	plain, err := shipped.Runtime()
 	if err != nil {
 		t.Fatal(err)
 	}

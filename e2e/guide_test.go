@@ -25,11 +25,12 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tcpxogen/tcpxogen/e2e/harness"
-	"github.com/tcpxogen/tcpxogen/internal/docgen"
+	"github.com/tcpxogen/tcpxogen/internal/markdown"
+	"github.com/tcpxogen/tcpxogen/internal/wiring"
 	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
 	"github.com/tcpxogen/tcpxogen/validators/performance/podcheck"
 	"github.com/tcpxogen/tcpxogen/validators/realize"
-	"github.com/tcpxogen/tcpxogen/validators/wiring"
 )
 
 // repoRoot is the parent module's checkout: this module lives in its e2e/.
@@ -46,7 +47,7 @@ var strict = client.FieldValidation(metav1.FieldValidationStrict)
 func TestShippedRuntime(t *testing.T) {
 	ctx := context.Background()
 	stored := installShippedRuntime(t, ctx)
-	want, err := runtimes.Shipped()
+	want, err := shipped.Runtime()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func installShippedRuntime(t *testing.T, ctx context.Context) *trainer.ClusterTr
 func TestGuideExamples(t *testing.T) {
 	ctx := context.Background()
 	installShippedRuntime(t, ctx)
-	shipped, err := runtimes.Shipped()
+	shipped, err := shipped.Runtime()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func TestGuideExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := docgen.YAMLBlocks(data)
+	blocks := markdown.YAMLBlocks(data)
 	if len(blocks) < 8 {
 		t.Fatalf("only %d YAML examples in %s: the guide lost its examples", len(blocks), page)
 	}
@@ -209,7 +210,7 @@ func runGuideTrainJob(t *testing.T, ctx context.Context, shipped *trainer.Cluste
 		t.Fatal(err)
 	}
 	rtWiring := wiring.Of(rtPod, constants.Node)
-	rules := runtimes.RulesFor(runtimes.GeneratedFacts(), rtWiring.NodeEnv)
+	rules := runtimes.RulesFor(shipped.Facts(), rtWiring.NodeEnv)
 	verdict, err := realize.Lint(ctx, shipped, job.DeepCopy(), rules)
 	if err != nil {
 		t.Fatalf("check trainjob: %v", err)

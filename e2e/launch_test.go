@@ -9,7 +9,7 @@ import (
 	"github.com/kubeflow/trainer/v2/pkg/constants"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/tcpxogen/tcpxogen/internal/docgen"
+	"github.com/tcpxogen/tcpxogen/internal/markdown"
 	"github.com/tcpxogen/tcpxogen/validators/performance/podcheck"
 	"github.com/tcpxogen/tcpxogen/validators/realize"
 )
@@ -105,7 +105,7 @@ func TestGuideLaunchRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	inGuide := map[string]bool{}
-	for _, b := range docgen.YAMLBlocks(data) {
+	for _, b := range markdown.YAMLBlocks(data) {
 		for _, doc := range documents(b.Content) {
 			if u, err := decode(doc); err == nil && u.GetKind() == trainer.TrainJobKind {
 				inGuide[u.GetName()] = true

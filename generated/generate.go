@@ -1,5 +1,6 @@
-// Package generated orders tcpxogen's generators. Everything else under
-// generated/ is emitted code; do not edit it by hand.
+// Package generated orders tcpxogen's generators and names where the
+// emitted facts live. Everything else under generated/ is emitted code; do
+// not edit it by hand.
 //
 // The directives live here, in data-flow order, because `go generate ./...`
 // walks packages in import-path order, not in the order data flows:
@@ -8,14 +9,26 @@
 //     and each validators/realize/trainer-*.mod's) from the module cache into
 //     validators/linkedtrainer/crds, which the binary embeds; the schema
 //     proof behind the goldens and docs validates against them.
-//  1. extract writes generated/tcpxo from the pinned installer image, reusing
-//     the source recorded in the committed provenance. It runs from a binary
-//     that links nothing compiled against generated/, so it works even when
-//     the generated file is missing or broken.
-//  2. render goldens is compiled after step 1, against the fresh constants,
-//     and rewrites the committed manifests.
+//  1. generate is the one pipeline run (package pipeline): it extracts the
+//     facts from the source the committed provenance records, emits
+//     generated/tcpxo, and renders every golden and generated page from the
+//     fresh facts, writing them all or nothing. It links nothing compiled
+//     against generated/, so it works even when the generated file is
+//     missing or broken.
 package generated
 
-//go:generate go run ../validators/linkedtrainer/internal/copycrds
-//go:generate go run ../tools/tcpxogen/internal/extractgen extract --out generated/tcpxo
-//go:generate go run ../tools/tcpxogen render goldens
+// The emitted facts package, the one definition of where it lives: the
+// pipeline writes it, bom-check, bump, review and the SBOM read it back.
+const (
+	// FactsDir is the emitted package's directory, repo-relative.
+	FactsDir = "generated/tcpxo"
+	// FactsFileName is the emitted file inside FactsDir.
+	FactsFileName = "zz_generated.go"
+	// FactsFile is the emitted file, repo-relative.
+	FactsFile = FactsDir + "/" + FactsFileName
+	// FactsPackage is the emitted file's Go package name.
+	FactsPackage = "tcpxo"
+)
+
+//go:generate go run ../tools/copycrds
+//go:generate go run ../tools/generate

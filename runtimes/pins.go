@@ -5,16 +5,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
 	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
 )
-
-// GeneratedFacts are the facts compiled into this binary (generated/tcpxo).
-// The coupling check instead builds from the facts it parses out of the
-// committed generated file, so it judges the tree it is pointed at rather
-// than the one it was compiled from.
-func GeneratedFacts() facts.Facts { return tcpxo.Facts() }
 
 // guestConfigVar is how a profile points the guest config checker at its
 // rules file.

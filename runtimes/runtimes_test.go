@@ -17,7 +17,7 @@ import (
 
 func loadInputs(t *testing.T) *Inputs {
 	t.Helper()
-	in, err := LoadInputs("..")
+	in, err := LoadInputs("..", tcpxo.Facts())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package runtimes
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -51,8 +50,10 @@ type Inputs struct {
 }
 
 // LoadInputs reads bom.yaml, releases.yaml and overrides.yaml under root,
-// with the compiled-in generated pins.
-func LoadInputs(root string) (*Inputs, error) {
+// with the facts f (package shipped passes the compiled-in ones; the
+// pipeline and bom-check pass the ones they extracted or parsed, so that
+// nothing here links the generated package).
+func LoadInputs(root string, f facts.Facts) (*Inputs, error) {
 	at := func(rel string) string { return strings.TrimSuffix(root, "/") + "/" + rel }
 	b, r, err := bom.LoadAll(at(bom.RepoPath), at(bom.ReleasesRepoPath))
 	if err != nil {
@@ -62,36 +63,7 @@ func LoadInputs(root string) (*Inputs, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Inputs{Facts: GeneratedFacts(), BOM: b, Releases: r, Overrides: o}, nil
-}
-
-// ShippedInputs loads the reviewed inputs of the checkout found upwards from
-// the working directory, or, outside any checkout (a binary installed on its
-// own), the ones built into the binary.
-func ShippedInputs() (*Inputs, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return nil, err
-	}
-	if root, err := bom.FindRoot(wd); err == nil {
-		return LoadInputs(root)
-	}
-	b, r, o, err := bom.LoadEmbedded()
-	if err != nil {
-		return nil, err
-	}
-	return &Inputs{Facts: GeneratedFacts(), BOM: b, Releases: r, Overrides: o}, nil
-}
-
-// Shipped builds torch-distributed-tcpxo as the goldens carry it (example
-// network names), from ShippedInputs: what proofs and reports realize when
-// they mean "what ships".
-func Shipped() (*trainer.ClusterTrainingRuntime, error) {
-	in, err := ShippedInputs()
-	if err != nil {
-		return nil, err
-	}
-	return TorchRuntime(in, Options{Interfaces: ExampleInterfaces()})
+	return &Inputs{Facts: f, BOM: b, Releases: r, Overrides: o}, nil
 }
 
 // WorkerEnv is the shipped worker env: the named generated profile with the

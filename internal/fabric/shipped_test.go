@@ -2,6 +2,7 @@ package fabric_test
 
 import (
 	"github.com/tcpxogen/tcpxogen/internal/reconstruction"
+	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
 
 	"os"
 	"path/filepath"
@@ -20,7 +21,7 @@ import (
 // bom-check will judge it: against the profile it differs only by the LLCM
 // device directory, a Note; against itself, not at all.
 func TestShippedEnvKeepsTheFabric(t *testing.T) {
-	in, err := runtimes.LoadInputs(filepath.Join("..", ".."))
+	in, err := shipped.LoadInputs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/internal/excerpt"
 	"github.com/tcpxogen/tcpxogen/runtimes"
-	"github.com/tcpxogen/tcpxogen/validators/performance/derive"
+	"github.com/tcpxogen/tcpxogen/runtimes/benchmark"
 )
 
 // Problem says which way a check failed.
@@ -105,7 +105,7 @@ func Render(in *runtimes.Inputs) (map[string][]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	bench, err := derive.GoldenRuntime(rt, in.Facts)
+	bench, err := benchmark.GoldenRuntime(rt, in.Facts)
 	if err != nil {
 		return nil, err
 	}

@@ -8,18 +8,19 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 
 	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
 )
 
 func inputs(t testing.TB) *runtimes.Inputs {
 	t.Helper()
-	in, err := runtimes.LoadInputs("../..")
+	in, err := shipped.LoadInputs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
 	return in
 }
 
-func shipped(t testing.TB, in *runtimes.Inputs) map[string][]any {
+func shippedArtefacts(t testing.TB, in *runtimes.Inputs) map[string][]any {
 	t.Helper()
 	arts, err := Render(in)
 	if err != nil {
@@ -45,7 +46,7 @@ func findings(t testing.TB, in *runtimes.Inputs, arts map[string][]any) []Findin
 // element and nothing the table does not explain.
 func TestShippedMeetsTable(t *testing.T) {
 	in := inputs(t)
-	for _, f := range findings(t, in, shipped(t, in)) {
+	for _, f := range findings(t, in, shippedArtefacts(t, in)) {
 		t.Error(f)
 	}
 }
@@ -58,7 +59,7 @@ func TestUnexplainedElementFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	arts := shipped(t, in)
+	arts := shippedArtefacts(t, in)
 	rt := arts[runtimes.GoldenRuntime][0].(*trainer.ClusterTrainingRuntime)
 	d := &rt.Spec.Template.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.InitContainers[0]
 	d.SecurityContext.Capabilities.Add = append(d.SecurityContext.Capabilities.Add, "SYS_ADMIN")
@@ -81,7 +82,7 @@ func TestReferenceRowsAreRequired(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := shipped(t, in)[runtimes.GoldenRuntime][0].(*trainer.ClusterTrainingRuntime)
+	rt := shippedArtefacts(t, in)[runtimes.GoldenRuntime][0].(*trainer.ClusterTrainingRuntime)
 	refs, err := runtimes.Reference(rt, in.Overrides, in.Facts.PluginVersion)
 	if err != nil {
 		t.Fatal(err)

@@ -188,7 +188,7 @@ func TestSeededDefects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs := render(t, shipped(t, in))
+	objs := render(t, shippedArtefacts(t, in))
 	for _, r := range rows {
 		t.Run(r.Artefact+"/"+r.Object+"/"+r.Path, func(t *testing.T) {
 			// A dropped field the type cannot leave unset (a port) reads

@@ -5,9 +5,10 @@ import (
 	"strconv"
 
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/generated"
 	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/runtimes"
-	"github.com/tcpxogen/tcpxogen/validators/performance/derive"
+	"github.com/tcpxogen/tcpxogen/runtimes/benchmark"
 )
 
 // Row is one required element: where it must appear, what its leaves must
@@ -48,7 +49,7 @@ const (
 	byDerive       = "validators/performance/derive/derive.go"
 	byBOM          = bom.RepoPath
 	byOverrides    = bom.OverridesRepoPath
-	byGenerated    = "generated/tcpxo/zz_generated.go"
+	byGenerated    = generated.FactsFile
 	apertureDevDir = "/dev/aperture_devices"
 	pluginLibDir   = "/usr/local/nvidia/lib64"
 )
@@ -100,7 +101,7 @@ func Table(in *runtimes.Inputs) ([]Row, error) {
 		launcher.row(Image, worker+".image", is(in.BOM.Images.Installer.Reference),
 			srcNCCLTest+": mpirun runs from the installer image", byDerive),
 	)
-	rows = append(rows, launcher.row(Limit, worker+".args["+derive.RankPrelude+"]", nil,
+	rows = append(rows, launcher.row(Limit, worker+".args["+benchmark.RankPrelude+"]", nil,
 		srcMPIEntry+": `ulimit -n 1048576` before the benchmark in every rank", byDerive))
 	for _, e := range env {
 		rows = append(rows, launcher.row(Env, worker+".env[name="+e.name+"]", map[string]string{".value": e.value}, e.source+"; "+srcTrainerMPI, e.by+", copied to the launcher by "+byDerive))

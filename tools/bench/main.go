@@ -38,11 +38,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tcpxogen/tcpxogen/bom"
-	"github.com/tcpxogen/tcpxogen/internal/extract"
 	"github.com/tcpxogen/tcpxogen/internal/imagefs"
 	"github.com/tcpxogen/tcpxogen/internal/imagesource"
 	"github.com/tcpxogen/tcpxogen/internal/reconstruction"
 	"github.com/tcpxogen/tcpxogen/internal/registrytest"
+	"github.com/tcpxogen/tcpxogen/pipeline/extract"
 )
 
 // Targets from the spine issue.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,31 +11,9 @@ import (
 	"testing"
 
 	"github.com/tcpxogen/tcpxogen/bom"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/bumpcmd"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/checkcmd"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/clustercmd"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/democmd"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/extractcmd"
+	"github.com/tcpxogen/tcpxogen/tools/internal/cli"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/ncclreportcmd"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/rendercmd"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/sbomcmd"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/validatecmd"
 )
-
-// allCommands is the command set main runs.
-func allCommands() cli.Commands {
-	cmds := extractcmd.Commands()
-	maps.Copy(cmds, rendercmd.Commands())
-	maps.Copy(cmds, checkcmd.Commands())
-	maps.Copy(cmds, sbomcmd.Commands())
-	maps.Copy(cmds, ncclreportcmd.Commands())
-	maps.Copy(cmds, democmd.Commands())
-	maps.Copy(cmds, validatecmd.Commands())
-	maps.Copy(cmds, bumpcmd.Commands())
-	maps.Copy(cmds, clustercmd.Commands())
-	return cmds
-}
 
 // maxMessage bounds what a refusal may print: a hostile input is named,
 // never echoed.
@@ -188,7 +165,7 @@ func TestHostileInputs(t *testing.T) {
 			want := c.want
 			t.Run(name+"/"+c.kind, func(t *testing.T) {
 				var o, e bytes.Buffer
-				code := cli.Main(context.Background(), args(t, c.path), cli.Streams{Out: &o, Err: &e}, allCommands())
+				code := cli.Main(context.Background(), args(t, c.path), cli.Streams{Out: &o, Err: &e}, commands())
 				if code != cli.ExitUsage {
 					t.Errorf("exit %d, want 2\nstdout: %.2000s\nstderr: %.2000s", code, o.String(), e.String())
 				}
@@ -230,7 +207,7 @@ func TestHostileOutputs(t *testing.T) {
 			flag, file := target()
 			run := func() (int, string) {
 				var o, e bytes.Buffer
-				code := cli.Main(context.Background(), tc.args(flag), cli.Streams{Out: &o, Err: &e}, allCommands())
+				code := cli.Main(context.Background(), tc.args(flag), cli.Streams{Out: &o, Err: &e}, commands())
 				return code, e.String()
 			}
 			// A FIFO at the target: refused, left in place.
@@ -283,7 +260,7 @@ func TestHostileOutputs(t *testing.T) {
 		{"nccl-report", "--log", log, "--out", t.TempDir()},
 	} {
 		var e bytes.Buffer
-		if code := cli.Main(context.Background(), args, cli.Streams{Out: fullWriter{}, Err: &e}, allCommands()); code != cli.ExitFailure {
+		if code := cli.Main(context.Background(), args, cli.Streams{Out: fullWriter{}, Err: &e}, commands()); code != cli.ExitFailure {
 			t.Errorf("%q with stdout full: exit %d, want 1: %.500s", args, code, e.String())
 		}
 	}
@@ -318,7 +295,7 @@ func TestDataFileLinkedOutside(t *testing.T) {
 	}
 	for _, args := range [][]string{{"check", "--root", r}, {"extract", "--root", r, "--source", "testdata", "--cache-dir", ""}, {"render", "components", "--root", r}} {
 		var o, e bytes.Buffer
-		code := cli.Main(context.Background(), args, cli.Streams{Out: &o, Err: &e}, allCommands())
+		code := cli.Main(context.Background(), args, cli.Streams{Out: &o, Err: &e}, commands())
 		all := o.String() + e.String()
 		if code != cli.ExitUsage || !strings.Contains(all, "leads outside") || strings.Contains(all, "hunter2") || strings.Contains(all, "aws_secret_access_key") {
 			t.Errorf("%q: exit %d, want 2, a refusal and nothing of the secret:\n%.2000s", args, code, all)
@@ -336,7 +313,7 @@ func TestHelpGoesToStdout(t *testing.T) {
 		{"nccl-report", "--help"}, {"validate", "--help"}, {"demo", "--help"}, {"discover", "--help"}, {"check", "cluster", "--help"},
 	} {
 		var o, e bytes.Buffer
-		code := cli.Main(context.Background(), args, cli.Streams{Out: &o, Err: &e}, allCommands())
+		code := cli.Main(context.Background(), args, cli.Streams{Out: &o, Err: &e}, commands())
 		if code != cli.ExitOK || o.Len() == 0 || e.Len() != 0 {
 			t.Errorf("%q: exit %d, %d bytes of stdout, stderr %q; want 0 and the help on stdout", args, code, o.Len(), e.String())
 		}
@@ -384,7 +361,7 @@ func TestGeneratedFileFIFO(t *testing.T) {
 		{[]string{"check", "--root", r}, cli.ExitFailure},
 	} {
 		var o, e bytes.Buffer
-		code := cli.Main(context.Background(), tc.args, cli.Streams{Out: &o, Err: &e}, allCommands())
+		code := cli.Main(context.Background(), tc.args, cli.Streams{Out: &o, Err: &e}, commands())
 		if code != tc.code || !strings.Contains(o.String()+e.String(), "is a FIFO") {
 			t.Errorf("%q: exit %d, want %d and the FIFO named:\n%.2000s%.2000s", tc.args, code, tc.code, o.String(), e.String())
 		}

@@ -19,9 +19,9 @@ import (
 	"os"
 
 	"github.com/tcpxogen/tcpxogen/internal/interrupt"
+	"github.com/tcpxogen/tcpxogen/tools/internal/cli"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/bumpcmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/checkcmd"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/clustercmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/democmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/extractcmd"
@@ -31,16 +31,23 @@ import (
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/validatecmd"
 )
 
-func main() {
+// commands is every subcommand, as main runs them (and the tests drive
+// them).
+func commands() cli.Commands {
 	cmds := extractcmd.Commands()
 	maps.Copy(cmds, rendercmd.Commands())
-	maps.Copy(cmds, checkcmd.Commands())
+	maps.Copy(cmds, checkcmd.Commands(clustercmd.CheckCommands()))
 	maps.Copy(cmds, sbomcmd.Commands())
 	maps.Copy(cmds, ncclreportcmd.Commands())
 	maps.Copy(cmds, democmd.Commands())
 	maps.Copy(cmds, validatecmd.Commands())
 	maps.Copy(cmds, bumpcmd.Commands())
 	maps.Copy(cmds, clustercmd.Commands())
+	return cmds
+}
+
+func main() {
+	cmds := commands()
 	// SIGINT and SIGTERM cancel the command (its cleanup runs); a second
 	// signal exits at once, printing what it leaves on a cluster.
 	ctx, stop := interrupt.Notify(context.Background(), os.Stderr, os.Exit)

@@ -22,10 +22,11 @@ import (
 	"github.com/tcpxogen/tcpxogen/internal/excerpt"
 	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
+	"github.com/tcpxogen/tcpxogen/internal/wiring"
 	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
 	"github.com/tcpxogen/tcpxogen/validators/realize"
 	"github.com/tcpxogen/tcpxogen/validators/schema"
-	"github.com/tcpxogen/tcpxogen/validators/wiring"
 )
 
 // InputError is a file this lint cannot judge (exit 2 in the CLI): not
@@ -71,7 +72,7 @@ var machinery = sync.OnceValues(func() (*judge, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt, err := runtimes.Shipped()
+	rt, err := shipped.Runtime()
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +80,7 @@ var machinery = sync.OnceValues(func() (*judge, error) {
 	if err != nil {
 		return nil, err
 	}
-	rules := runtimes.RulesFor(runtimes.GeneratedFacts(), wiring.Of(tpl, runtimes.NodeContainer).NodeEnv)
+	rules := runtimes.RulesFor(shipped.Facts(), wiring.Of(tpl, runtimes.NodeContainer).NodeEnv)
 	return &judge{schema: v, runtime: rt, rules: rules}, nil
 })
 

@@ -13,8 +13,10 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/kubeflow/trainer/v2/pkg/constants"
 
+	"github.com/tcpxogen/tcpxogen/internal/launch"
+	"github.com/tcpxogen/tcpxogen/internal/wiring"
 	"github.com/tcpxogen/tcpxogen/runtimes"
-	"github.com/tcpxogen/tcpxogen/validators/wiring"
+	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
 )
 
 // hazardCases are the matrix rows of the hazards trainer v2.3.0 brought
@@ -107,7 +109,7 @@ func hazardCases() []Case {
 			},
 			Expect: func(c *Check, o *Outcome) {
 				expectChanges(c, o)
-				for _, name := range RendezvousEnv {
+				for _, name := range launch.RendezvousEnv {
 					expectAddedPath(c, o, wiring.EnvAdded, "initContainer "+daemon+" env "+name)
 				}
 				expectLaunch(c, o)
@@ -132,7 +134,7 @@ func daemonPatch(fields string) func(job *trainer.TrainJob) error {
 // whose API has no envInjection reports ErrUnsupported.
 func envInjectionRuntime(container string) func() (client.Object, error) {
 	return func() (client.Object, error) {
-		rt, err := runtimes.Shipped()
+		rt, err := shipped.Runtime()
 		if err != nil {
 			return nil, err
 		}

@@ -4,7 +4,7 @@ import (
 	"strings"
 
 	"github.com/tcpxogen/tcpxogen/internal/fabric"
-	"github.com/tcpxogen/tcpxogen/validators/wiring"
+	"github.com/tcpxogen/tcpxogen/internal/wiring"
 )
 
 // The hazards trainer v2.3.0 opened in the sidecars, judged from what the

@@ -16,26 +16,14 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/kubeflow/trainer/v2/pkg/constants"
 
-	"github.com/tcpxogen/tcpxogen/validators/wiring"
+	"github.com/tcpxogen/tcpxogen/internal/launch"
+	"github.com/tcpxogen/tcpxogen/internal/wiring"
 )
 
 // The launch verdict: whether torchrun, started in the realized node
 // container, would run the job the TrainJob describes. The wiring can be
 // intact while the launch is wrong (more ranks than GPUs, or no rendezvous
 // at all), and nothing errors until the job runs.
-
-// RendezvousEnv are the variables trainer's torch plugin injects into the
-// node container for torchrun (EnforceMLPolicy in
-// pkg/runtime/framework/plugins/torch/torch.go, the same five in v2.2.0 and
-// v2.3.0; torchrun reads PET_<FLAG> as its --<flag>). Without them torchrun
-// runs as a single-node job with its own defaults and the nodes never meet.
-var RendezvousEnv = []string{
-	constants.TorchEnvNumNodes,
-	constants.TorchEnvNumProcPerNode,
-	constants.TorchEnvNodeRank,
-	constants.TorchEnvMasterAddr,
-	constants.TorchEnvMasterPort,
-}
 
 // masterEnv are the rendezvous variables the torch plugin leaves out when
 // the trainer command is torchtune's entrypoint: torchtune gets the
@@ -51,17 +39,6 @@ const (
 
 // Upstream references a launch problem cites. Each was read on GitHub when
 // recorded; the status is as of then.
-const (
-	// upstreamNoTrainer: the torch plugin injects PET_* only when
-	// spec.trainer is set.
-	upstreamNoTrainer = "kubeflow/trainer issue 4076 (open; fix proposed in PR 4082)"
-	// upstreamRawOverride: the plugins size the launch from the raw
-	// resourcesPerNode, not from the merged node resources (v2.3.0 on).
-	upstreamRawOverride = "kubeflow/trainer PR 3974 (open)"
-	// upstreamReplace: resourcesPerNode replaces the node container's
-	// resources instead of merging (v2.2.0; v2.3.0 merges).
-	upstreamReplace = "kubeflow/trainer issue 3551 (closed by PR 3602, which makes v2.3.0 merge instead)"
-)
 
 // Launch is the launch verdict for one realized TrainJob on one trainer
 // version.
@@ -151,7 +128,7 @@ func (j launchJudge) torchtune() bool {
 
 func (j launchJudge) rendezvous(l *Launch) {
 	var missing []string
-	for _, name := range RendezvousEnv {
+	for _, name := range launch.RendezvousEnv {
 		if j.torchtune() && slices.Contains(masterEnv, name) {
 			continue
 		}
@@ -163,7 +140,7 @@ func (j launchJudge) rendezvous(l *Launch) {
 		if j.torchtune() {
 			l.Notes = append(l.Notes, "the torch plugin set PET_NNODES, PET_NPROC_PER_NODE and PET_NODE_RANK; torchtune gets the rendezvous endpoint as an argument")
 		} else {
-			l.Notes = append(l.Notes, "the torch plugin set "+strings.Join(RendezvousEnv, ", "))
+			l.Notes = append(l.Notes, "the torch plugin set "+strings.Join(launch.RendezvousEnv, ", "))
 		}
 		return
 	}
@@ -173,7 +150,7 @@ func (j launchJudge) rendezvous(l *Launch) {
 	}
 	if j.job.Spec.Trainer == nil {
 		p.Cause = "the TrainJob has no spec.trainer, and the torch plugin injects the rendezvous variables only when it is set"
-		p.Upstream = upstreamNoTrainer
+		p.Upstream = launch.UpstreamNoTrainer
 		p.Fix = "add `spec.trainer: {}` (an empty trainer is enough; the runtime supplies the rest)"
 	} else {
 		p.Cause = "the trainer's torch plugin did not inject them into the node container"
@@ -248,7 +225,7 @@ func (j launchJudge) processes(l *Launch) {
 			// neither GPUs nor CPUs, and the plugin starts max(1, 0).
 			p.Cause = fmt.Sprintf("spec.trainer.resourcesPerNode sets neither a GPU nor cpu (a memory-only override), so the torch plugin starts one process per node, while the node container keeps the runtime's %d GPUs", j.gpus)
 		}
-		p.Upstream = upstreamRawOverride
+		p.Upstream = launch.UpstreamRawOverride
 		p.Fix = fmt.Sprintf("restate the GPUs in spec.trainer.resourcesPerNode (nvidia.com/gpu: \"%d\" in its limits and requests), or set spec.trainer.numProcPerNode: %d, or drop the override", j.gpus, j.gpus)
 	case tr != nil && tr.ResourcesPerNode != nil:
 		cause, upstream := j.gpuLossCause()
@@ -278,7 +255,7 @@ func hasCPU(r *corev1.ResourceRequirements) bool {
 // nvidia.com/gpu: 8, so a TrainJob override is what takes them away.
 func (j launchJudge) gpuLossCause() (cause, upstream string) {
 	if tr := j.job.Spec.Trainer; tr != nil && tr.ResourcesPerNode != nil {
-		return "spec.trainer.resourcesPerNode has no nvidia.com/gpu and replaced the node container's resources, so no GPU reaches it", upstreamReplace
+		return "spec.trainer.resourcesPerNode has no nvidia.com/gpu and replaced the node container's resources, so no GPU reaches it", launch.UpstreamReplace
 	}
 	return "the node container has no nvidia.com/gpu limit", ""
 }

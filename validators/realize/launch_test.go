@@ -17,10 +17,11 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/kubeflow/trainer/v2/pkg/constants"
 
-	"github.com/tcpxogen/tcpxogen/validators/wiring"
+	"github.com/tcpxogen/tcpxogen/internal/launch"
+	"github.com/tcpxogen/tcpxogen/internal/wiring"
 )
 
-// TestRendezvousEnvMatchesTorchPlugin holds RendezvousEnv to the trainer's
+// TestRendezvousEnvMatchesTorchPlugin holds launch.RendezvousEnv to the trainer's
 // torch plugin. EnforceMLPolicy in pkg/runtime/framework/plugins/torch/torch.go
 // (v2.2.0 and v2.3.0) upserts PET_NNODES, PET_NPROC_PER_NODE and
 // PET_NODE_RANK into the node container, then PET_MASTER_ADDR and
@@ -28,8 +29,8 @@ import (
 // the same five names (constants.TorchRunReservedEnvNames). Realized, a
 // TrainJob with spec.trainer gets exactly these PET_ variables.
 func TestRendezvousEnvMatchesTorchPlugin(t *testing.T) {
-	if got, want := sets.List(sets.New(RendezvousEnv...)), sets.List(constants.TorchRunReservedEnvNames); !slices.Equal(got, want) {
-		t.Errorf("RendezvousEnv = %v, the trainer reserves %v", got, want)
+	if got, want := sets.List(sets.New(launch.RendezvousEnv...)), sets.List(constants.TorchRunReservedEnvNames); !slices.Equal(got, want) {
+		t.Errorf("launch.RendezvousEnv = %v, the trainer reserves %v", got, want)
 	}
 	rt, err := ShippedRuntime()
 	if err != nil {
@@ -54,7 +55,7 @@ func TestRendezvousEnvMatchesTorchPlugin(t *testing.T) {
 		}
 	}
 	var want []string
-	for _, n := range RendezvousEnv {
+	for _, n := range launch.RendezvousEnv {
 		want = append(want, constants.Node+" "+n)
 	}
 	slices.Sort(pet)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
-	"github.com/tcpxogen/tcpxogen/validators/wiring"
+	"github.com/tcpxogen/tcpxogen/internal/wiring"
 )
 
 // Judged is a wiring change with its fabric verdict.

@@ -26,8 +26,9 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/internal/inputfile"
+	"github.com/tcpxogen/tcpxogen/internal/wiring"
 	"github.com/tcpxogen/tcpxogen/runtimes"
-	"github.com/tcpxogen/tcpxogen/validators/wiring"
+	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
 )
 
 // The compatibility matrix: what of a TCPXO runtime's wiring survives each
@@ -182,7 +183,7 @@ func BareTrainJob(runtime client.Object) *trainer.TrainJob {
 // ShippedRuntime is the runtime the matrix realizes by default: the real
 // torch-distributed-tcpxo from the builders, so the compatibility report
 // describes what ships, not a fixture.
-func ShippedRuntime() (client.Object, error) { return runtimes.Shipped() }
+func ShippedRuntime() (client.Object, error) { return shipped.Runtime() }
 
 // ShippedBenchmark is the NCCL benchmark as committed
 // (runtimes.GoldenBenchmark): derived from the shipped runtime by package
@@ -377,7 +378,7 @@ func survival(o *Outcome) map[string]bool {
 // neither is a rule the case's runtime itself does not meet.
 func losesFabric(o *Outcome) []string {
 	lost := map[string]bool{}
-	for _, j := range Judge(o.RuntimeWiring, o.Wiring, runtimes.RulesFor(runtimes.GeneratedFacts(), o.RuntimeWiring.NodeEnv)) {
+	for _, j := range Judge(o.RuntimeWiring, o.Wiring, runtimes.RulesFor(shipped.Facts(), o.RuntimeWiring.NodeEnv)) {
 		if j.What == EnvRule || !j.LosesFabric() {
 			continue
 		}
@@ -690,7 +691,7 @@ func Cases() []Case {
 			Name:    "resources-with-claims",
 			Summary: "runtime node container uses a DRA claim; resourcesPerNode sets nvidia.com/gpu 8",
 			Runtime: func() (client.Object, error) {
-				rt, err := runtimes.Shipped()
+				rt, err := shipped.Runtime()
 				if err != nil {
 					return nil, err
 				}

@@ -22,8 +22,9 @@ import (
 	trainerruntime "github.com/kubeflow/trainer/v2/pkg/runtime"
 	runtimecore "github.com/kubeflow/trainer/v2/pkg/runtime/core"
 
+	"github.com/tcpxogen/tcpxogen/internal/wiring"
 	"github.com/tcpxogen/tcpxogen/runtimes"
-	"github.com/tcpxogen/tcpxogen/validators/wiring"
+	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
 )
 
 // TestMatrix runs the compatibility matrix on the linked trainer and checks
@@ -71,7 +72,7 @@ func TestMatrixDeterministic(t *testing.T) {
 // it; mustMPI is the benchmark derived from it, as committed.
 func mustShipped(t testing.TB) *trainer.ClusterTrainingRuntime {
 	t.Helper()
-	rt, err := runtimes.Shipped()
+	rt, err := shipped.Runtime()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,9 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
 	"github.com/tcpxogen/tcpxogen/internal/fabric"
+	"github.com/tcpxogen/tcpxogen/internal/wiring"
 	"github.com/tcpxogen/tcpxogen/runtimes"
-	"github.com/tcpxogen/tcpxogen/validators/wiring"
+	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
 )
 
 func TestSurvivalCategories(t *testing.T) {
@@ -58,7 +59,7 @@ func TestDiffEnvOrder(t *testing.T) {
 // wiring reports the loss; the fabric rule set calls it a warning. Pointing
 // it at another directory sources another profile: fatal.
 func TestJudgeNCCLLibDir(t *testing.T) {
-	rt, err := runtimes.Shipped()
+	rt, err := shipped.Runtime()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func TestJudgeNCCLLibDir(t *testing.T) {
 	if i := slices.IndexFunc(from.NodeEnv, func(e corev1.EnvVar) bool { return e.Name == runtimes.EnvLibDir }); i < 0 || from.NodeEnv[i].Value != tcpxo.LibDir {
 		t.Fatalf("the shipped node env has no NCCL_LIB_DIR=%s: %v", tcpxo.LibDir, from.NodeEnv)
 	}
-	gen := runtimes.GeneratedFacts()
+	gen := shipped.Facts()
 	rules := gen.GuestRules(runtimes.ProfileDefault)
 	for _, tc := range []struct {
 		name  string

@@ -16,6 +16,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
+	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
 	"github.com/tcpxogen/tcpxogen/validators/schema"
 )
 
@@ -34,7 +35,7 @@ func render(t *testing.T, m string) *trainer.ClusterTrainingRuntime {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := runtimes.LoadInputs(root)
+	in, err := shipped.LoadInputs(root)
 	if err != nil {
 		t.Fatal(err)
 	}

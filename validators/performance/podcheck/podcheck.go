@@ -15,9 +15,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
+	"github.com/tcpxogen/tcpxogen/internal/wiring"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/validators/realize"
-	"github.com/tcpxogen/tcpxogen/validators/wiring"
 )
 
 // ReplicatedJobLabel is the label JobSet puts on every pod with the name of

@@ -10,11 +10,12 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
 )
 
 func template(t *testing.T) *corev1.PodTemplateSpec {
 	t.Helper()
-	rt, err := runtimes.Shipped()
+	rt, err := shipped.Runtime()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,7 @@ func pod(t *testing.T, name string) corev1.Pod {
 
 func TestWiredPodsPass(t *testing.T) {
 	launcher := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "l", Labels: map[string]string{ReplicatedJobLabel: "launcher"}}}
-	if err := Check([]corev1.Pod{pod(t, "w-0"), pod(t, "w-1"), launcher}, template(t), runtimes.GeneratedFacts().DefaultGuestRules); err != nil {
+	if err := Check([]corev1.Pod{pod(t, "w-0"), pod(t, "w-1"), launcher}, template(t), shipped.Facts().DefaultGuestRules); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -57,7 +58,7 @@ func TestServerDefaultedPodsPass(t *testing.T) {
 	if hostPaths == 0 {
 		t.Fatal("the shipped runtime has no untyped hostPath volume: the test proves nothing")
 	}
-	if err := Check([]corev1.Pod{p}, template(t), runtimes.GeneratedFacts().DefaultGuestRules); err != nil {
+	if err := Check([]corev1.Pod{p}, template(t), shipped.Facts().DefaultGuestRules); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -72,7 +73,7 @@ func TestPodsWithoutWiringFail(t *testing.T) {
 		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1}}}
 	noGPU := pod(t, "w-4")
 	noGPU.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
-	err := Check([]corev1.Pod{pod(t, "w-0"), stripped, notStarted, crashed, noGPU}, template(t), runtimes.GeneratedFacts().DefaultGuestRules)
+	err := Check([]corev1.Pod{pod(t, "w-0"), stripped, notStarted, crashed, noGPU}, template(t), shipped.Facts().DefaultGuestRules)
 	if err == nil {
 		t.Fatal("pods without the wiring passed")
 	}
@@ -88,7 +89,7 @@ func TestPodsWithoutWiringFail(t *testing.T) {
 }
 
 func TestNoWorkersFails(t *testing.T) {
-	if err := Check(nil, template(t), runtimes.GeneratedFacts().DefaultGuestRules); err == nil || !strings.Contains(err.Error(), "no worker pods") {
+	if err := Check(nil, template(t), shipped.Facts().DefaultGuestRules); err == nil || !strings.Contains(err.Error(), "no worker pods") {
 		t.Fatalf("got %v", err)
 	}
 }

@@ -111,7 +111,7 @@ func TestInstallRowCoversThePinnedInstall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := toUnstructured(shipped(t, undeclared))
+	rt, err := toUnstructured(shippedFor(t, undeclared))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,7 +92,7 @@ func newServerCluster(t *testing.T, recipeName string, state trainerState, chang
 	installGKENetworks(t, cfg, dyn)
 	if state >= partial {
 		schema.InstallCRDs(t, cfg, crdFiles(t)...)
-		rt := shipped(t, recipeName)
+		rt := shippedFor(t, recipeName)
 		if change != nil {
 			change(rt)
 		}

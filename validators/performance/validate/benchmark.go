@@ -23,13 +23,14 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/tcpxogen/tcpxogen/internal/interrupt"
+	"github.com/tcpxogen/tcpxogen/internal/wiring"
 	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/runtimes/benchmark"
+	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
 	"github.com/tcpxogen/tcpxogen/validators/performance/agreement"
-	"github.com/tcpxogen/tcpxogen/validators/performance/derive"
 	"github.com/tcpxogen/tcpxogen/validators/performance/lifecycle"
 	"github.com/tcpxogen/tcpxogen/validators/performance/podcheck"
 	"github.com/tcpxogen/tcpxogen/validators/performance/report"
-	"github.com/tcpxogen/tcpxogen/validators/wiring"
 )
 
 const (
@@ -121,10 +122,10 @@ func (v *validation) benchmark(ctx context.Context, cl *Clients, s streams) (err
 		if source, err = v.readBackShipped(ctx, cl); err != nil {
 			return err
 		}
-		if bench, err = derive.Derive(source, v.params); err != nil {
+		if bench, err = benchmark.Derive(source, v.params); err != nil {
 			return fmt.Errorf("deriving the benchmark from the applied %s: %w", runtimes.RuntimeName, err)
 		}
-		if diffs := derive.WiringEqual(source, bench); len(diffs) > 0 {
+		if diffs := benchmark.WiringEqual(source, bench); len(diffs) > 0 {
 			return fmt.Errorf("the derived benchmark's wiring differs from %s, which is a bug in tcpxogen's derivation; please report it:\n  %s", runtimes.RuntimeName, strings.Join(diffs, "\n  "))
 		}
 		bench.Labels[RunLabel] = v.runID
@@ -294,7 +295,7 @@ func workersWired(ctx context.Context, kube kubernetes.Interface, ns, trainJob s
 	if err != nil {
 		return err
 	}
-	return podcheck.Check(pods, tpl, runtimes.RulesFor(runtimes.GeneratedFacts(), wiring.Of(tpl, constants.Node).NodeEnv))
+	return podcheck.Check(pods, tpl, runtimes.RulesFor(shipped.Facts(), wiring.Of(tpl, constants.Node).NodeEnv))
 }
 
 func workerSelector(trainJob string) string {

@@ -33,6 +33,7 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
 	"github.com/tcpxogen/tcpxogen/validators/performance/pool"
 	"github.com/tcpxogen/tcpxogen/validators/performance/recipe"
 	"github.com/tcpxogen/tcpxogen/validators/schema"
@@ -72,16 +73,16 @@ func inputs(t testing.TB) *runtimes.Inputs {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := runtimes.LoadInputs(root)
+	in, err := shipped.LoadInputs(root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return in
 }
 
-// shipped renders torch-distributed-tcpxo from a recipe's mapping: what a
+// shippedFor renders torch-distributed-tcpxo from a recipe's mapping: what a
 // user following the docs deploys.
-func shipped(t testing.TB, recipeName string) *trainer.ClusterTrainingRuntime {
+func shippedFor(t testing.TB, recipeName string) *trainer.ClusterTrainingRuntime {
 	t.Helper()
 	rt, err := runtimes.TorchRuntime(inputs(t), runtimes.Options{Interfaces: loadRecipe(t, recipeName).Interfaces()})
 	if err != nil {

@@ -17,9 +17,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/runtimes/benchmark"
 	"github.com/tcpxogen/tcpxogen/validators/performance/agreement"
 	"github.com/tcpxogen/tcpxogen/validators/performance/busbw"
-	"github.com/tcpxogen/tcpxogen/validators/performance/derive"
 	"github.com/tcpxogen/tcpxogen/validators/performance/lifecycle"
 	"github.com/tcpxogen/tcpxogen/validators/performance/pool"
 	"github.com/tcpxogen/tcpxogen/validators/performance/recipe"
@@ -271,14 +271,14 @@ func (v *validation) planBenchmark(source *trainer.ClusterTrainingRuntime) {
 		s.lines = append(s.lines, "  there is no agreeing shipped runtime to derive it from (see above)")
 		return
 	}
-	bench, err := derive.Derive(source, v.params)
+	bench, err := benchmark.Derive(source, v.params)
 	if err != nil {
 		s.title = "benchmark: FAILED"
 		s.lines = append(s.lines, "  "+err.Error())
 		v.refuse("benchmark", "deriving the benchmark from %s: %v", runtimes.RuntimeName, err)
 		return
 	}
-	if diffs := derive.WiringEqual(source, bench); len(diffs) > 0 {
+	if diffs := benchmark.WiringEqual(source, bench); len(diffs) > 0 {
 		// Derive's own guarantee failed: a bug, but the run must not
 		// measure a runtime whose wiring is not the shipped one.
 		s.title = "benchmark: FAILED"
@@ -310,7 +310,7 @@ func (v *validation) planBenchmark(source *trainer.ClusterTrainingRuntime) {
 	}
 	s.lines = append(s.lines,
 		fmt.Sprintf("  would create TrainingRuntime %s/%s, derived from %s", bench.Namespace, bench.Name, from),
-		fmt.Sprintf("    image %s; %d nodes × %d ranks (one per GPU); all_reduce_perf %s..%s; wiring equal to the shipped runtime", v.params.Image, *bench.Spec.MLPolicy.NumNodes, ptr.Deref(mpi.NumProcPerNode, 0), derive.DefaultMinBytes, derive.DefaultMaxBytes),
+		fmt.Sprintf("    image %s; %d nodes × %d ranks (one per GPU); all_reduce_perf %s..%s; wiring equal to the shipped runtime", v.params.Image, *bench.Spec.MLPolicy.NumNodes, ptr.Deref(mpi.NumProcPerNode, 0), benchmark.DefaultMinBytes, benchmark.DefaultMaxBytes),
 		fmt.Sprintf("  would create TrainJob %s/%s referencing it, wait for it to finish (the whole run is bounded by --timeout %s), and read the %s pod's log", v.trainJob.Namespace, v.trainJob.Name, v.opts.Timeout, constants.Launcher),
 		"  would delete afterwards, whatever the outcome: "+afterwards,
 		fmt.Sprintf("  floor: %s %s GB/s (recipe); passes at >= %s GB/s (%g × declared)", recipe.ConstraintAllReduceBW, floorText(v), busbw.FormatGBps(v.floor.Threshold()), busbw.PassFraction),
@@ -347,7 +347,7 @@ func (v *validation) runtimeSourceText() string {
 
 // trainJobFor is derive's bare TrainJob for bench, labelled with the run.
 func trainJobFor(bench *trainer.TrainingRuntime, runID string) *trainer.TrainJob {
-	tj := derive.TrainJob(bench)
+	tj := benchmark.TrainJob(bench)
 	tj.Labels = map[string]string{RunLabel: runID}
 	return tj
 }

@@ -44,8 +44,9 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/runtimes/benchmark"
+	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
 	"github.com/tcpxogen/tcpxogen/validators/performance/busbw"
-	"github.com/tcpxogen/tcpxogen/validators/performance/derive"
 	"github.com/tcpxogen/tcpxogen/validators/performance/recipe"
 )
 
@@ -83,7 +84,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.KubeContext, "context", "", "kubeconfig context (default: the current context)")
 	fs.StringVar(&o.Namespace, "namespace", DefaultNamespace, "namespace the benchmark TrainingRuntime and TrainJob are created in; it must exist")
 	fs.StringVar(&o.Image, "benchmark-image", "", "override the benchmark image (default: the pinned installer image, which carries the MPI build of nccl-tests and sshd); pinned as repo:tag@sha256:<64 hex>, with all_reduce_perf and sshd where the installer image has them")
-	fs.IntVar(&o.Nodes, "nodes", int(derive.DefaultNumNodes), "GPU nodes the benchmark spans (at least 2)")
+	fs.IntVar(&o.Nodes, "nodes", int(benchmark.DefaultNumNodes), "GPU nodes the benchmark spans (at least 2)")
 	fs.StringVar(&o.TrainerManifests, "trainer-manifests", "", "the pinned Kubeflow Trainer's install manifests, used only when the policy installs the trainer (the recipe does not declare it and the cluster has none); default: rendered offline from the trainer's and JobSet's Go modules")
 	fs.DurationVar(&o.Timeout, "timeout", DefaultTimeout, "bound on the live run: trainer install, benchmark and waiting for it (teardown has its own bound)")
 	fs.StringVar(&o.Out, "out", ".", "directory for the report, the chart and the launcher log")
@@ -170,7 +171,7 @@ func prepare(o Options) (*validation, error) {
 	if err != nil {
 		return nil, badInput("%w", err)
 	}
-	in, err := runtimes.LoadInputs(root)
+	in, err := shipped.LoadInputs(root)
 	if err != nil {
 		return nil, badInput("%w", err)
 	}
@@ -184,13 +185,13 @@ func prepare(o Options) (*validation, error) {
 	}
 	// The benchmark runs from the pinned installer image, as Google's own
 	// nccl-tests samples do; --benchmark-image replaces only the image.
-	params := derive.ParamsFor(in.Facts)
+	params := benchmark.ParamsFor(in.Facts)
 	params.Namespace, params.Name, params.NumNodes = o.Namespace, "nccl-tests-tcpxo-"+runID, int32(o.Nodes)
 	if o.Image != "" {
 		params.Image = o.Image
 	}
-	if _, err := derive.Derive(rendered, params); err != nil {
-		if errors.Is(err, derive.ErrParams) {
+	if _, err := benchmark.Derive(rendered, params); err != nil {
+		if errors.Is(err, benchmark.ErrParams) {
 			return nil, badInput("benchmark (--benchmark-image, --namespace, --nodes): %w", err)
 		}
 		return nil, fmt.Errorf("the %s rendered from the recipe cannot be benchmarked, which is a bug in tcpxogen: %w", runtimes.RuntimeName, err)
@@ -255,7 +256,7 @@ type validation struct {
 	rendered *trainer.ClusterTrainingRuntime
 	floor    busbw.Floor
 	runID    string
-	params   derive.Params
+	params   benchmark.Params
 	// trainerObjs are the --trainer-manifests objects, in apply order.
 	trainerObjs []*unstructured.Unstructured
 	// left is the cleanup record: what the run created and has not yet

@@ -102,7 +102,7 @@ func TestTrainerManifestsApplyOrder(t *testing.T) {
 // as the recipe renders it (changed by change, when given).
 func completeCluster(t *testing.T, change func(rt *trainer.ClusterTrainingRuntime)) *fakeCluster {
 	t.Helper()
-	rt := shipped(t, declared)
+	rt := shippedFor(t, declared)
 	if change != nil {
 		change(rt)
 	}
@@ -188,7 +188,7 @@ func TestMixedPoolAndMissingNamespace(t *testing.T) {
 	small := nodes[2].(*corev1.Node)
 	small.Status.Allocatable[pool.ResourceGPU] = *resource.NewQuantity(4, resource.DecimalSI)
 	kube := append(nodes, controllers()...)
-	f := newFakeCluster(t, kube, establishedCRDs(t), []runtime.Object{unstructuredOf(t, shipped(t, declared))})
+	f := newFakeCluster(t, kube, establishedCRDs(t), []runtime.Object{unstructuredOf(t, shippedFor(t, declared))})
 	code, stdout, stderr := dryRun(t, f.connect, declared, "--namespace", "bench")
 	if code != exitFailure {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
@@ -203,7 +203,7 @@ func TestMixedPoolAndMissingNamespace(t *testing.T) {
 
 func TestTooFewGPUNodes(t *testing.T) {
 	kube := append(append(gpuNodes(t, declared, 2), controllers()...), namespace("default"))
-	f := newFakeCluster(t, kube, establishedCRDs(t), []runtime.Object{unstructuredOf(t, shipped(t, declared))})
+	f := newFakeCluster(t, kube, establishedCRDs(t), []runtime.Object{unstructuredOf(t, shippedFor(t, declared))})
 	code, _, stderr := dryRun(t, f.connect, declared, "--nodes", "4")
 	if code != exitFailure {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
@@ -376,7 +376,7 @@ func TestPreflightRefusesWhatCheckClusterFails(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			kube := append(append(gpuNodes(t, declared, 2), controllers()...), namespace("default"))
 			c.edit(t, kube)
-			f := newFakeCluster(t, kube, establishedCRDs(t), []runtime.Object{unstructuredOf(t, shipped(t, declared))})
+			f := newFakeCluster(t, kube, establishedCRDs(t), []runtime.Object{unstructuredOf(t, shippedFor(t, declared))})
 			code, stdout, stderr := dryRun(t, f.connect, declared)
 			if code != exitFailure {
 				t.Fatalf("exit %d, want %d; stderr:\n%s\nstdout:\n%s", code, exitFailure, stderr, stdout)

@@ -12,9 +12,10 @@ import (
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/tcpxogen/tcpxogen/internal/wiring"
 	"github.com/tcpxogen/tcpxogen/runtimes"
-	"github.com/tcpxogen/tcpxogen/validators/performance/derive"
-	"github.com/tcpxogen/tcpxogen/validators/wiring"
+	"github.com/tcpxogen/tcpxogen/runtimes/benchmark"
+	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
 )
 
 // workerPod is a worker as the cluster reports it after a benchmark run.
@@ -31,11 +32,11 @@ func workerPod(t *testing.T, name string, tpl *corev1.PodTemplateSpec) *corev1.P
 }
 
 func TestWorkersWired(t *testing.T) {
-	shipped, err := runtimes.Shipped()
+	shippedRT, err := shipped.Runtime()
 	if err != nil {
 		t.Fatal(err)
 	}
-	bench, err := derive.Derive(shipped, withNamespace(derive.ParamsFor(runtimes.GeneratedFacts()), "default"))
+	bench, err := benchmark.Derive(shippedRT, withNamespace(benchmark.ParamsFor(shipped.Facts()), "default"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func TestWorkersWired(t *testing.T) {
 	}
 }
 
-func withNamespace(p derive.Params, ns string) derive.Params {
+func withNamespace(p benchmark.Params, ns string) benchmark.Params {
 	p.Namespace = ns
 	return p
 }

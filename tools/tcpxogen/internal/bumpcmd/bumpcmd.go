@@ -13,11 +13,11 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/internal/atomicfile"
-	"github.com/tcpxogen/tcpxogen/internal/bump"
-	"github.com/tcpxogen/tcpxogen/internal/extract"
-	"github.com/tcpxogen/tcpxogen/internal/releasediff"
-	"github.com/tcpxogen/tcpxogen/internal/review"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
+	"github.com/tcpxogen/tcpxogen/pipeline/bump"
+	"github.com/tcpxogen/tcpxogen/pipeline/extract"
+	"github.com/tcpxogen/tcpxogen/pipeline/releasediff"
+	"github.com/tcpxogen/tcpxogen/pipeline/review"
+	"github.com/tcpxogen/tcpxogen/tools/internal/cli"
 )
 
 // Commands returns bump and review.

@@ -8,13 +8,23 @@ import (
 	"path/filepath"
 
 	"github.com/tcpxogen/tcpxogen/bom"
-	"github.com/tcpxogen/tcpxogen/internal/coupling"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/clustercmd"
+	"github.com/tcpxogen/tcpxogen/pipeline"
+	"github.com/tcpxogen/tcpxogen/tools/internal/cli"
+	"github.com/tcpxogen/tcpxogen/validators/bomcheck"
 )
 
 // Commands returns the check command set.
-func Commands() cli.Commands {
+// subcommands are the `check X` commands other packages own (check cluster),
+// which main hands over.
+func Commands(subcommands cli.Commands) cli.Commands {
+	run := func(ctx context.Context, args []string, s cli.Streams) error {
+		if len(args) > 0 {
+			if sub, ok := subcommands[args[0]]; ok {
+				return sub.Run(ctx, args[1:], s)
+			}
+		}
+		return check(ctx, args, s)
+	}
 	return cli.Commands{"check": {Summary: "coupling check (make bom-check); --release adds the release gate (make release-check); `check trainjob [-v] FILE...` lints every TrainJob in the files: wiring and launch; `check cluster` checks the GPU pool's NIC topology, installer and GKE version", Run: run}}
 }
 
@@ -22,12 +32,9 @@ func Commands() cli.Commands {
 // the report itself was already printed.
 var errFailed = errors.New("checks failed")
 
-func run(ctx context.Context, args []string, s cli.Streams) error {
+func check(ctx context.Context, args []string, s cli.Streams) error {
 	if len(args) > 0 && args[0] == "trainjob" {
 		return lintTrainJob(ctx, args[1:], s)
-	}
-	if len(args) > 0 && args[0] == "cluster" {
-		return clustercmd.CheckCluster(ctx, args[1:], s)
 	}
 	fs := cli.NewFlags("check", "check [--root DIR] [--release]  |  check trainjob [-v] FILE...  |  check cluster [--recipe FILE] [--kubeconfig F]", s)
 	root := fs.String("root", "", "repository root (default: found upwards from the working directory)")
@@ -40,14 +47,14 @@ func run(ctx context.Context, args []string, s cli.Streams) error {
 	if err != nil {
 		return cli.BadInput("%w", err)
 	}
-	opts := coupling.Options{CacheDir: *cacheDir}
-	var rep coupling.Report
+	opts := bomcheck.Options{CacheDir: *cacheDir, Reproduce: pipeline.Reproduce}
+	var rep bomcheck.Report
 	name := "bom-check"
 	if *release {
 		name = "release-check"
-		rep = coupling.RunRelease(ctx, r, coupling.ReleaseOptions{Options: opts})
+		rep = bomcheck.RunRelease(ctx, r, bomcheck.ReleaseOptions{Options: opts})
 	} else {
-		rep = coupling.Run(ctx, r, opts)
+		rep = bomcheck.Run(ctx, r, opts)
 	}
 	rep.Write(s.Out, name)
 	if err := dataFilesLoad(r); err != nil {

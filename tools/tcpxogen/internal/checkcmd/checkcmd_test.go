@@ -13,22 +13,22 @@ import (
 	"testing"
 
 	"github.com/tcpxogen/tcpxogen/bom"
-	"github.com/tcpxogen/tcpxogen/internal/coupling"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
+	"github.com/tcpxogen/tcpxogen/internal/wiring"
+	"github.com/tcpxogen/tcpxogen/tools/internal/cli"
+	"github.com/tcpxogen/tcpxogen/validators/bomcheck"
 	"github.com/tcpxogen/tcpxogen/validators/realize"
-	"github.com/tcpxogen/tcpxogen/validators/wiring"
 )
 
 func runCheck(t *testing.T, args ...string) (int, string) {
 	t.Helper()
 	var o, e bytes.Buffer
-	code := cli.Main(context.Background(), append([]string{"check"}, args...), cli.Streams{Out: &o, Err: &e}, Commands())
+	code := cli.Main(context.Background(), append([]string{"check"}, args...), cli.Streams{Out: &o, Err: &e}, Commands(nil))
 	return code, o.String() + e.String()
 }
 
 func TestCheckRealTree(t *testing.T) {
 	code, out := runCheck(t)
-	n := len(coupling.Checks())
+	n := len(bomcheck.Checks())
 	if code != cli.ExitOK || !strings.Contains(out, fmt.Sprintf("%d checks: %d passed, 0 failed, 0 with nothing to compare", n, n)) {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}

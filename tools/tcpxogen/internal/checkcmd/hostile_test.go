@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
+	"github.com/tcpxogen/tcpxogen/tools/internal/cli"
 )
 
 // A TrainJob the schema proof rejects is not realized: the API server would

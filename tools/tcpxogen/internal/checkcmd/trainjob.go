@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tcpxogen/tcpxogen/internal/inputfile"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
+	"github.com/tcpxogen/tcpxogen/tools/internal/cli"
 	"github.com/tcpxogen/tcpxogen/validators/linkedtrainer"
 	"github.com/tcpxogen/tcpxogen/validators/lint"
 )

@@ -13,14 +13,14 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/internal/access"
-	"github.com/tcpxogen/tcpxogen/internal/kubeconfig"
 	"github.com/tcpxogen/tcpxogen/runtimes"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
+	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
+	"github.com/tcpxogen/tcpxogen/tools/internal/cli"
+	"github.com/tcpxogen/tcpxogen/tools/internal/clusterflags"
 	"github.com/tcpxogen/tcpxogen/validators/cluster"
 	"github.com/tcpxogen/tcpxogen/validators/performance/recipe"
 )
@@ -33,42 +33,9 @@ func Commands() cli.Commands {
 	}}
 }
 
-// ConnectFlags are the flags of every command that reads the cluster.
-type ConnectFlags struct {
-	Kubeconfig, Context, Namespace, NodeSelector *string
-}
-
-// AddConnectFlags declares --kubeconfig, --context, --namespace and
-// --node-selector on fs.
-func AddConnectFlags(fs *pflag.FlagSet) ConnectFlags {
-	return ConnectFlags{
-		Kubeconfig:   fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the pod's service account)"),
-		Context:      fs.String("context", "", "kubeconfig context (default: the current context)"),
-		Namespace:    fs.String("namespace", access.InstallerNamespace, "the namespace the NCCL plugin installer runs in"),
-		NodeSelector: fs.String("node-selector", cluster.DefaultNodeSelector, "label selector of the target GPU nodes"),
-	}
-}
-
-// Connect builds the guarded clients of list; configuration problems are
-// bad input.
-func (f ConnectFlags) Connect(list access.List) (*cluster.Clients, error) {
-	c, err := cluster.Connect(list, *f.Kubeconfig, *f.Context, *f.Namespace)
-	if _, bad := errors.AsType[*kubeconfig.InputError](err); bad {
-		return nil, cli.BadInput("%w", err)
-	}
-	return c, err
-}
-
-// ReadOnlyHelp is the RBAC paragraph of a read-only command's --help: the
-// permissions it needs, from the list its client is held to, and the
-// command that prints them as a role.
-func ReadOnlyHelp(l access.List) string {
-	return "Read-only. RBAC: " + l.Needs() + ".\nAs a role: tcpxogen render rbac --for " + l.Command + " | kubectl apply -f -"
-}
-
 func discover(ctx context.Context, args []string, s cli.Streams) error {
-	fs := cli.NewFlags("discover", "discover [--kubeconfig F] [--context C] [--node-selector SEL] [-o interfaces|values|yaml]\n\n"+ReadOnlyHelp(access.Discover), s)
-	cf := AddConnectFlags(fs)
+	fs := cli.NewFlags("discover", "discover [--kubeconfig F] [--context C] [--node-selector SEL] [-o interfaces|values|yaml]\n\n"+clusterflags.ReadOnlyHelp(access.Discover), s)
+	cf := clusterflags.Add(fs)
 	format := fs.StringP("output", "o", "interfaces", "interfaces (the --interfaces value of render runtime), values (the --values file of render runtime) or yaml (the mapping and each node's NICs)")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
@@ -106,10 +73,16 @@ func discover(ctx context.Context, args []string, s cli.Streams) error {
 // printed.
 var errFailed = errors.New("the cluster check failed")
 
+// CheckCommands returns `check cluster`, for `check` to dispatch to (main
+// hands it over: commands never import each other).
+func CheckCommands() cli.Commands {
+	return cli.Commands{"cluster": {Summary: "check the GPU nodes' NIC topology, networks, installer and GKE version", Run: CheckCluster}}
+}
+
 // CheckCluster is `tcpxogen check cluster`, dispatched by `check`.
 func CheckCluster(ctx context.Context, args []string, s cli.Streams) error {
-	fs := cli.NewFlags("check cluster", "check cluster [--kubeconfig F] [--context C] [--recipe FILE] [--node-selector SEL] [--namespace NS] [-v]\n\n"+ReadOnlyHelp(access.CheckCluster), s)
-	cf := AddConnectFlags(fs)
+	fs := cli.NewFlags("check cluster", "check cluster [--kubeconfig F] [--context C] [--recipe FILE] [--node-selector SEL] [--namespace NS] [-v]\n\n"+clusterflags.ReadOnlyHelp(access.CheckCluster), s)
+	cf := clusterflags.Add(fs)
 	recipePath := fs.String("recipe", "", "recipe whose GPU-NIC mapping every node must carry (default: the nodes must agree among themselves)")
 	root := fs.String("root", "", "repository root whose bom/ to check against (default: the BOM built into the binary)")
 	verbose := fs.BoolP("verbose", "v", false, "print every finding, the passing ones too")
@@ -161,14 +134,14 @@ func CheckCluster(ctx context.Context, args []string, s cli.Streams) error {
 // loadBOM reads the BOM and release table of --root, else the ones built
 // into the binary (what it was released with), as render runtime does.
 func loadBOM(root string) (*bom.BOM, *bom.Releases, error) {
-	load := runtimes.ShippedInputs
+	load := shipped.Inputs
 	if root != "" {
 		load = func() (*runtimes.Inputs, error) {
 			r, err := bom.ResolveRoot(root)
 			if err != nil {
 				return nil, err
 			}
-			return runtimes.LoadInputs(r)
+			return shipped.LoadInputs(r)
 		}
 	}
 	in, err := load()

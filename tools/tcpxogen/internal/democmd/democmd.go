@@ -20,16 +20,18 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/generated"
 	"github.com/tcpxogen/tcpxogen/internal/atomicfile"
-	"github.com/tcpxogen/tcpxogen/internal/coupling"
-	"github.com/tcpxogen/tcpxogen/internal/emit"
-	"github.com/tcpxogen/tcpxogen/internal/extract"
 	"github.com/tcpxogen/tcpxogen/internal/inputfile"
+	"github.com/tcpxogen/tcpxogen/internal/wiring"
+	"github.com/tcpxogen/tcpxogen/pipeline"
+	"github.com/tcpxogen/tcpxogen/pipeline/extract"
 	"github.com/tcpxogen/tcpxogen/runtimes"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
+	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
+	"github.com/tcpxogen/tcpxogen/tools/internal/cli"
+	"github.com/tcpxogen/tcpxogen/validators/bomcheck"
 	"github.com/tcpxogen/tcpxogen/validators/realize"
 	"github.com/tcpxogen/tcpxogen/validators/schema"
-	"github.com/tcpxogen/tcpxogen/validators/wiring"
 )
 
 // Commands returns the demo command set.
@@ -107,16 +109,15 @@ func stepExtract(ctx context.Context, st *state) error {
 		return err
 	}
 	spec, _ := extract.ParseSource(extract.SourceTestdata)
-	if st.res, err = extract.Run(ctx, extract.Config{Root: st.root, BOM: b, Source: spec}); err != nil {
-		return err
-	}
-	code, err := emit.Go("tcpxo", st.res.Facts)
+	run, err := pipeline.Run(ctx, pipeline.Config{Extract: extract.Config{Root: st.root, BOM: b, Source: spec}}, pipeline.Memory{})
 	if err != nil {
 		return err
 	}
+	st.res = run.Extract
+	code := run.Files[generated.FactsFile]
 	st.files[generatedOutput] = code
 	same := "matches"
-	committed, err := inputfile.Read(filepath.Join(st.root, coupling.GeneratedFile), inputfile.Spec{What: "generated file", Max: inputfile.MaxSource})
+	committed, err := inputfile.Read(filepath.Join(st.root, generated.FactsFile), inputfile.Spec{What: "generated file", Max: inputfile.MaxSource})
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		same = "has no counterpart in"
@@ -130,12 +131,12 @@ func stepExtract(ctx context.Context, st *state) error {
 		fmt.Sprintf("installer   %s (read from %s; %d of %d layers, %d bytes)", f.PluginVersion, f.Provenance.Read, sc.LayersRead, sc.LayersTotal, sc.CompressedBytes),
 		fmt.Sprintf("daemon      %s   NCCL %s   trainer %s", f.DaemonVersion, f.NCCLVersion, b.Trainer.Version),
 		fmt.Sprintf("profiles    default %d variables, simple %d; sandbox refused %d command(s) (NIC discovery)", len(f.DefaultProfile), len(f.SimpleProfile), len(f.Refused)),
-		fmt.Sprintf("constants   %s the committed %s", same, coupling.GeneratedFile))
+		fmt.Sprintf("constants   %s the committed %s", same, generated.FactsFile))
 	return nil
 }
 
 func stepRender(_ context.Context, st *state) error {
-	in, err := runtimes.LoadInputs(st.root)
+	in, err := shipped.LoadInputs(st.root)
 	if err != nil {
 		return err
 	}
@@ -224,16 +225,16 @@ func stepRealize(ctx context.Context, st *state) error {
 }
 
 func stepCheck(ctx context.Context, st *state) error {
-	rep := coupling.Run(ctx, st.root, coupling.Options{})
+	rep := bomcheck.Run(ctx, st.root, bomcheck.Options{Reproduce: pipeline.Reproduce})
 	var b bytes.Buffer
 	rep.Write(&b, "bom-check")
 	st.files["bom-check.txt"] = b.Bytes()
 	passed, empty := 0, 0
 	for _, r := range rep.Results {
 		switch r.Status {
-		case coupling.Pass:
+		case bomcheck.Pass:
 			passed++
-		case coupling.Empty:
+		case bomcheck.Empty:
 			empty++
 		}
 	}

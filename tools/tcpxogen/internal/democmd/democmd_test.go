@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
-	"github.com/tcpxogen/tcpxogen/internal/coupling"
-	"github.com/tcpxogen/tcpxogen/runtimes"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
+	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
+	"github.com/tcpxogen/tcpxogen/tools/internal/cli"
+	"github.com/tcpxogen/tcpxogen/validators/bomcheck"
 )
 
 func TestDemo(t *testing.T) {
@@ -22,7 +22,7 @@ func TestDemo(t *testing.T) {
 	if code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", code, e.String())
 	}
-	want := []string{"installer   " + tcpxo.PluginVersion, "constants   matches the committed", "0 pruned fields", "wiring intact", fmt.Sprintf("%d of %d checks passed", len(coupling.Checks()), len(coupling.Checks()))}
+	want := []string{"installer   " + tcpxo.PluginVersion, "constants   matches the committed", "0 pruned fields", "wiring intact", fmt.Sprintf("%d of %d checks passed", len(bomcheck.Checks()), len(bomcheck.Checks()))}
 	// The committed constants say whether they came from a substitute; the
 	// summary must say the same.
 	if tcpxo.ProvenanceSubstituted {
@@ -30,7 +30,7 @@ func TestDemo(t *testing.T) {
 	}
 	// The newer published pairs (bom/releases.yaml) are named with the
 	// command that bumps to them.
-	in, err := runtimes.ShippedInputs()
+	in, err := shipped.Inputs()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,9 +14,9 @@ import (
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/internal/atomicfile"
 	"github.com/tcpxogen/tcpxogen/internal/emit"
-	"github.com/tcpxogen/tcpxogen/internal/extract"
 	"github.com/tcpxogen/tcpxogen/internal/imagefs"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
+	"github.com/tcpxogen/tcpxogen/pipeline/extract"
+	"github.com/tcpxogen/tcpxogen/tools/internal/cli"
 )
 
 // GeneratedFile is the emitted file's name inside --out.
@@ -60,11 +60,7 @@ func run(ctx context.Context, args []string, s cli.Streams) error {
 		return cli.BadInput("%w", err)
 	}
 	target := filepath.Join(underRoot(r, *out), GeneratedFile)
-	spec, err := sourceSpec(*source, target)
-	if err != nil {
-		return cli.BadInput("%w", err)
-	}
-	dspec, err := daemonSourceSpec(*daemonSource, target, spec)
+	spec, dspec, err := extract.ResolveSources(*source, *daemonSource, target)
 	if err != nil {
 		return cli.BadInput("%w", err)
 	}
@@ -98,37 +94,6 @@ func run(ctx context.Context, args []string, s cli.Streams) error {
 		res.Facts.NCCLVersion, res.Facts.CUDAVersion, res.Facts.SSHDPort, res.Scan.LayersRead, res.Scan.LayersTotal, res.Scan.CompressedBytes,
 		b.Images.Daemon.Version, d.Read, substituted(d.Substituted), filepath.Join(*out, GeneratedFile), state)
 	return nil
-}
-
-func sourceSpec(flag, generated string) (extract.SourceSpec, error) {
-	if flag == "" {
-		recorded, err := extract.RecordedSource(generated)
-		if err != nil {
-			return extract.SourceSpec{}, err
-		}
-		flag = recorded
-	}
-	return extract.ParseSource(flag)
-}
-
-// daemonSourceSpec resolves --daemon-source: the flag, else the recorded
-// source, else the default that follows the installer's source.
-func daemonSourceSpec(flag, generated string, installer extract.SourceSpec) (extract.SourceSpec, error) {
-	if flag == "" {
-		recorded, err := extract.RecordedDaemonSource(generated)
-		if err != nil {
-			return extract.SourceSpec{}, err
-		}
-		if recorded == "" {
-			return extract.DefaultDaemonSource(installer), nil
-		}
-		flag = recorded
-	}
-	spec, err := extract.ParseSource(flag)
-	if err != nil {
-		return spec, fmt.Errorf("--daemon-source: %w", err)
-	}
-	return spec, nil
 }
 
 func substituted(b bool) string {

@@ -23,10 +23,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/tcpxogen/tcpxogen/bom"
-	"github.com/tcpxogen/tcpxogen/internal/extract"
 	"github.com/tcpxogen/tcpxogen/internal/reconstruction"
 	"github.com/tcpxogen/tcpxogen/internal/registrytest"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
+	"github.com/tcpxogen/tcpxogen/pipeline/extract"
+	"github.com/tcpxogen/tcpxogen/tools/internal/cli"
 )
 
 // repoRootForTest is the real repository, whose bom/ and testdata/ the

@@ -8,9 +8,9 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/tcpxogen/tcpxogen/internal/extract"
 	"github.com/tcpxogen/tcpxogen/internal/imagefs"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
+	"github.com/tcpxogen/tcpxogen/pipeline/extract"
+	"github.com/tcpxogen/tcpxogen/tools/internal/cli"
 )
 
 // checkFlags refuses, before any image is opened, the flag values

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
+	"github.com/tcpxogen/tcpxogen/tools/internal/cli"
 )
 
 // Flag values extract only failed on mid-run (exit 1, naming Go fields such

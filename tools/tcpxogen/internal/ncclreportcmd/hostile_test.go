@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
+	"github.com/tcpxogen/tcpxogen/tools/internal/cli"
 )
 
 // --log goes through the input helper: a FIFO hung nccl-report, /dev/zero

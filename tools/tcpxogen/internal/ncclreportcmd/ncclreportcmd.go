@@ -17,7 +17,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/internal/atomicfile"
 	"github.com/tcpxogen/tcpxogen/internal/bandwidth"
 	"github.com/tcpxogen/tcpxogen/internal/inputfile"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
+	"github.com/tcpxogen/tcpxogen/tools/internal/cli"
 	"github.com/tcpxogen/tcpxogen/validators/performance/busbw"
 	"github.com/tcpxogen/tcpxogen/validators/performance/report"
 )

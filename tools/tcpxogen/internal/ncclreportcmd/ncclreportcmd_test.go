@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
+	"github.com/tcpxogen/tcpxogen/tools/internal/cli"
 )
 
 var logsDir = filepath.Join("..", "..", "..", "..", "testdata", "nccl-logs")

@@ -9,8 +9,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tcpxogen/tcpxogen/runtimes"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
-	"github.com/tcpxogen/tcpxogen/validators/performance/derive"
+	"github.com/tcpxogen/tcpxogen/runtimes/benchmark"
+	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
+	"github.com/tcpxogen/tcpxogen/tools/internal/cli"
 )
 
 // benchmarkDocs splits render benchmark's YAML stream into the runtime and
@@ -36,16 +37,16 @@ func benchmarkDocs(t *testing.T, out string) (*trainer.TrainingRuntime, *trainer
 // prints exactly the benchmark derive gives (the committed golden's object),
 // and a TrainJob that runs it.
 func TestRenderBenchmarkIsTheDerivedOne(t *testing.T) {
-	code, out, stderr := render(t, "benchmark", "--interfaces", runtimes.ExampleInterfaces().String(), "--namespace", derive.GoldenNamespace)
+	code, out, stderr := render(t, "benchmark", "--interfaces", runtimes.ExampleInterfaces().String(), "--namespace", benchmark.GoldenNamespace)
 	if code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	rt, tj := benchmarkDocs(t, out)
-	shipped, err := runtimes.Shipped()
+	shippedRT, err := shipped.Runtime()
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := derive.GoldenRuntime(shipped, runtimes.GeneratedFacts())
+	want, err := benchmark.GoldenRuntime(shippedRT, shipped.Facts())
 	if err != nil {
 		t.Fatal(err)
 	}

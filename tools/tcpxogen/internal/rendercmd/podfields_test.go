@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
+	"github.com/tcpxogen/tcpxogen/tools/internal/cli"
 )
 
 // Node selectors and tolerations are checked with the API server's label

@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"github.com/tcpxogen/tcpxogen/runtimes"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
-	"github.com/tcpxogen/tcpxogen/validators/admission"
+	"github.com/tcpxogen/tcpxogen/runtimes/admission"
+	"github.com/tcpxogen/tcpxogen/tools/internal/cli"
 )
 
 // renderPolicy prints the admission policies and their bindings.

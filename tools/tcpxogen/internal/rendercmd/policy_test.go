@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tcpxogen/tcpxogen/validators/admission"
+	"github.com/tcpxogen/tcpxogen/runtimes/admission"
 )
 
 // render policy prints what the goldens hold, for both forms, and refuses a

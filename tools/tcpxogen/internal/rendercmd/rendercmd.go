@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,19 +16,19 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/internal/access"
-	"github.com/tcpxogen/tcpxogen/internal/atomicfile"
-	"github.com/tcpxogen/tcpxogen/internal/coupling"
 	"github.com/tcpxogen/tcpxogen/internal/excerpt"
 	"github.com/tcpxogen/tcpxogen/internal/facts"
-	"github.com/tcpxogen/tcpxogen/internal/goldens"
 	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 	"github.com/tcpxogen/tcpxogen/internal/kubeconfig"
+	"github.com/tcpxogen/tcpxogen/pipeline"
 	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/runtimes/benchmark"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/clustercmd"
+	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
+	"github.com/tcpxogen/tcpxogen/tools/internal/cli"
+	"github.com/tcpxogen/tcpxogen/tools/internal/clusterflags"
+	"github.com/tcpxogen/tcpxogen/validators/bomcheck"
 	"github.com/tcpxogen/tcpxogen/validators/cluster"
-	"github.com/tcpxogen/tcpxogen/validators/performance/derive"
 )
 
 // Commands returns the render command set.
@@ -63,7 +62,7 @@ func run(ctx context.Context, args []string, s cli.Streams) error {
 }
 
 func renderRuntime(ctx context.Context, args []string, s cli.Streams) error {
-	fs := cli.NewFlags("render runtime", "render runtime (--interfaces eth1=NET,...,eth8=NET | --values FILE | --from-cluster [--kubeconfig F] [--context C]) [--node-selector k=v]... [--toleration key[=value]:Effect]... [--worker-image REF] [--profile default|simple] [-o yaml|json]\n\n--from-cluster reads the mapping as tcpxogen discover does, from the nodes the runtime selects. "+clustercmd.ReadOnlyHelp(access.Discover), s)
+	fs := cli.NewFlags("render runtime", "render runtime (--interfaces eth1=NET,...,eth8=NET | --values FILE | --from-cluster [--kubeconfig F] [--context C]) [--node-selector k=v]... [--toleration key[=value]:Effect]... [--worker-image REF] [--profile default|simple] [-o yaml|json]\n\n--from-cluster reads the mapping as tcpxogen discover does, from the nodes the runtime selects. "+clusterflags.ReadOnlyHelp(access.Discover), s)
 	root := fs.String("root", "", "repository root whose bom/ to read (default: the checkout around the working directory, else the inputs built into tcpxogen)")
 	ifaces := fs.String("interfaces", "", "GPU-NIC to GKE Network mapping: eth1=<network>,...,eth8=<network> (required unless --values or --from-cluster)")
 	values := fs.String("values", "", "YAML file with tcpxoInterfaces: [{interfaceName, network}, ...]")
@@ -72,7 +71,7 @@ func renderRuntime(ctx context.Context, args []string, s cli.Streams) error {
 	kubeContext := fs.String("context", "", "with --from-cluster: kubeconfig context (default: the current context)")
 	selectors := fs.StringArray("node-selector", nil, "node selector key=value (repeatable; default cloud.google.com/gke-accelerator=nvidia-h100-mega-80gb)")
 	tolerations := fs.StringArray("toleration", nil, "toleration key[=value]:Effect (repeatable)")
-	worker := fs.String("worker-image", "", "worker image, pinned by digest (default: the BOM's worker image); it must be built for "+cudaNote(runtimes.GeneratedFacts()))
+	worker := fs.String("worker-image", "", "worker image, pinned by digest (default: the BOM's worker image); it must be built for "+cudaNote(shipped.Facts()))
 	profile := fs.String("profile", runtimes.ProfileDefault, "NCCL profile: default or simple")
 	format := fs.StringP("output", "o", "yaml", "output format: yaml or json")
 	if err := cli.Parse(fs, args); err != nil {
@@ -125,7 +124,7 @@ func renderBenchmark(_ context.Context, args []string, s cli.Streams) error {
 	tolerations := fs.StringArray("toleration", nil, "toleration key[=value]:Effect (repeatable)")
 	profile := fs.String("profile", runtimes.ProfileDefault, "NCCL profile: default or simple")
 	namespace := fs.String("namespace", "default", "namespace of the benchmark TrainingRuntime and its TrainJob; it must exist")
-	nodes := fs.Int("nodes", int(derive.DefaultNumNodes), "GPU nodes the benchmark spans (at least 2)")
+	nodes := fs.Int("nodes", int(benchmark.DefaultNumNodes), "GPU nodes the benchmark spans (at least 2)")
 	image := fs.String("benchmark-image", "", "override the benchmark image (default: the pinned installer image, which carries the MPI build of nccl-tests and sshd); pinned as repo:tag@sha256:<64 hex>")
 	format := fs.StringP("output", "o", "yaml", "output format: yaml or json")
 	if err := cli.Parse(fs, args); err != nil {
@@ -143,9 +142,9 @@ func renderBenchmark(_ context.Context, args []string, s cli.Streams) error {
 	if err != nil {
 		return err
 	}
-	bench, err := derive.ForCluster(in, opts, derive.Overrides{Namespace: *namespace, NumNodes: int32(*nodes), Image: *image})
+	bench, err := benchmark.ForCluster(in, opts, benchmark.Overrides{Namespace: *namespace, NumNodes: int32(*nodes), Image: *image})
 	switch {
-	case errors.Is(err, derive.ErrShipped):
+	case errors.Is(err, benchmark.ErrShipped):
 		// The runtime tcpxogen rendered cannot be benchmarked: not the user's input.
 		return fmt.Errorf("the %s rendered for this mapping cannot be benchmarked, which is a bug in tcpxogen: %w", runtimes.RuntimeName, err)
 	case err != nil:
@@ -155,7 +154,7 @@ func renderBenchmark(_ context.Context, args []string, s cli.Streams) error {
 	return write(s, runtimes.Format(*format), []string{
 		fmt.Sprintf("NCCL all_reduce_perf benchmark derived from %s for NCCL plugin installer %s,", runtimes.RuntimeName, in.Facts.PluginVersion),
 		"rendered by tcpxogen render benchmark for this cluster's GPU-NIC networks, and the TrainJob that runs it.",
-	}, bench, derive.TrainJob(bench))
+	}, bench, benchmark.TrainJob(bench))
 }
 
 func renderComponents(_ context.Context, args []string, s cli.Streams) error {
@@ -177,7 +176,7 @@ func renderComponents(_ context.Context, args []string, s cli.Streams) error {
 }
 
 // renderGoldens rewrites the committed manifests, all or nothing.
-func renderGoldens(_ context.Context, args []string, s cli.Streams) error {
+func renderGoldens(ctx context.Context, args []string, s cli.Streams) error {
 	fs := cli.NewFlags("render goldens", "render goldens [--root DIR]", s)
 	root := fs.String("root", "", "repository root (default: found upwards from the working directory)")
 	if err := cli.Parse(fs, args); err != nil {
@@ -187,22 +186,11 @@ func renderGoldens(_ context.Context, args []string, s cli.Streams) error {
 	if err != nil {
 		return cli.BadInput("%w", err)
 	}
-	in, err := runtimes.LoadInputs(r)
-	if err != nil {
-		return cli.BadInput("%w", err)
-	}
-	files, err := goldens.Render(r, in)
+	res, err := pipeline.Regenerate(ctx, r, cli.DefaultCacheDir(), nil)
 	if err != nil {
 		return err
 	}
-	set := atomicfile.Set{}
-	for rel, data := range files {
-		set[filepath.Join(r, filepath.FromSlash(rel))] = data
-	}
-	changed, err := set.Commit(0o644)
-	if err != nil {
-		return err
-	}
+	files, changed := res.Files, res.Paths
 	fmt.Fprintf(s.Err, "render goldens: %d files, %d changed\n", len(files), len(changed))
 	return nil
 }
@@ -211,14 +199,14 @@ func renderGoldens(_ context.Context, args []string, s cli.Streams) error {
 // checkout, else the ones built into the binary: rendering the runtime for a
 // cluster needs nothing a checkout adds.
 func inputs(root string) (*runtimes.Inputs, error) {
-	load := runtimes.ShippedInputs
+	load := shipped.Inputs
 	if root != "" {
 		load = func() (*runtimes.Inputs, error) {
 			r, err := bom.ResolveRoot(root)
 			if err != nil {
 				return nil, err
 			}
-			return runtimes.LoadInputs(r)
+			return shipped.LoadInputs(r)
 		}
 	}
 	in, err := load()
@@ -345,7 +333,7 @@ func parseTolerations(in []string) ([]corev1.Toleration, error) {
 // cudaNote names what a worker image must be built for and why: the CUDA
 // major a needed libcudart of the plugin libraries names, or none.
 func cudaNote(p facts.Facts) string {
-	b, err := coupling.PluginCUDABinding(p.PluginLibraries)
+	b, err := bomcheck.PluginCUDABinding(p.PluginLibraries)
 	if err != nil {
 		return fmt.Sprintf("(unknown: %v)", err)
 	}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/internal/atomicfile"
-	"github.com/tcpxogen/tcpxogen/internal/sbom"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
+	"github.com/tcpxogen/tcpxogen/pipeline/sbom"
+	"github.com/tcpxogen/tcpxogen/tools/internal/cli"
 )
 
 // Commands returns the sbom command set.

@@ -11,9 +11,10 @@ import (
 	cdx "github.com/CycloneDX/cyclonedx-go"
 
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/generated"
 	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
-	"github.com/tcpxogen/tcpxogen/internal/sbom"
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
+	"github.com/tcpxogen/tcpxogen/pipeline/sbom"
+	"github.com/tcpxogen/tcpxogen/tools/internal/cli"
 )
 
 func runSBOM(t *testing.T, args ...string) (int, string, string) {
@@ -145,7 +146,7 @@ func copyTree(t *testing.T) string {
 		t.Fatal(err)
 	}
 	dst := t.TempDir()
-	for _, rel := range []string{bom.RepoPath, bom.ReleasesRepoPath, bom.OverridesRepoPath, sbom.GeneratedFile} {
+	for _, rel := range []string{bom.RepoPath, bom.ReleasesRepoPath, bom.OverridesRepoPath, generated.FactsFile} {
 		data, err := os.ReadFile(filepath.Join(src, filepath.FromSlash(rel)))
 		if err != nil {
 			t.Fatal(err)
@@ -163,13 +164,13 @@ func copyTree(t *testing.T) string {
 
 func editGenerated(t *testing.T, root, old, new string) {
 	t.Helper()
-	p := filepath.Join(root, filepath.FromSlash(sbom.GeneratedFile))
+	p := filepath.Join(root, filepath.FromSlash(generated.FactsFile))
 	data, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Contains(data, []byte(old)) {
-		t.Fatalf("%s does not contain %q", sbom.GeneratedFile, old)
+		t.Fatalf("%s does not contain %q", generated.FactsFile, old)
 	}
 	if err := os.WriteFile(p, bytes.Replace(data, []byte(old), []byte(new), 1), 0o644); err != nil {
 		t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
+	"github.com/tcpxogen/tcpxogen/tools/internal/cli"
 	"github.com/tcpxogen/tcpxogen/validators/performance/validate"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/cli"
+	"github.com/tcpxogen/tcpxogen/tools/internal/cli"
 	"github.com/tcpxogen/tcpxogen/validators/performance/validate"
 )
 

@@ -1,0 +1,345 @@
+// Package bump is the release pipeline's one step: pin a published
+// installer/daemon pair in bom/bom.yaml by digest, re-extract the facts from
+// the new images, regenerate the constants, goldens and generated docs with
+// the same library functions `go generate ./...` runs, run bom-check, and
+// summarize the change for the pull request (internal/releasediff). It owns
+// the order of those steps and their all-or-nothing write, not any of them:
+// the pin rule is the bom package's, sources are extract's and imagesource's,
+// the goldens are internal/goldens', the checks internal/coupling's.
+package bump
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/google"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/generated"
+	"github.com/tcpxogen/tcpxogen/internal/atomicfile"
+	"github.com/tcpxogen/tcpxogen/internal/emit"
+	"github.com/tcpxogen/tcpxogen/internal/excerpt"
+	"github.com/tcpxogen/tcpxogen/internal/imagefs"
+	"github.com/tcpxogen/tcpxogen/internal/imagesource"
+	"github.com/tcpxogen/tcpxogen/internal/inputfile"
+	"github.com/tcpxogen/tcpxogen/pipeline"
+	"github.com/tcpxogen/tcpxogen/pipeline/extract"
+	"github.com/tcpxogen/tcpxogen/pipeline/releasediff"
+	"github.com/tcpxogen/tcpxogen/validators/bomcheck"
+)
+
+// Config is one bump.
+type Config struct {
+	Root string // the checkout to bump
+	// Installer is the installer tag to pin; its pair comes from
+	// bom/releases.yaml.
+	Installer string
+	// Source is where both digests are resolved and the installer read:
+	// registry, testdata or oci-layout:DIR. A substitute reference cannot
+	// say what the published tag's digest is, and is refused.
+	Source extract.SourceSpec
+	// DaemonSource is where the daemon's digest is resolved and its image
+	// read; zero means testdata for a testdata bump, else the registry.
+	DaemonSource extract.SourceSpec
+	DryRun       bool
+	// Rollback allows pinning a pair older than the pinned one. Without it
+	// an older tag is refused: a mistyped tag must not quietly take the
+	// fleet back to a release Google has superseded.
+	Rollback bool
+	CacheDir string
+	// Transport and Keychain reach the registry; nil means the default
+	// transport and the default and Google keychains.
+	Transport http.RoundTripper
+	Keychain  authn.Keychain
+	// Title heads the summary; empty means one built from the flags.
+	Title string
+}
+
+// Result is a bump that ran to its summary.
+type Result struct {
+	Summary string
+	// Missing are the differences from the published list still to decide.
+	Missing []releasediff.Decision
+	// Check is bom-check on the bumped tree; nil for a dry run.
+	Check *bomcheck.Report
+	// Files are the repo-relative files written (or, for a dry run, that
+	// would be).
+	Files []string
+}
+
+// Complete reports whether the bump needs nothing more: every decision
+// recorded and bom-check passing.
+func (r *Result) Complete() bool {
+	return len(r.Missing) == 0 && (r.Check == nil || !r.Check.Failed())
+}
+
+// InputError is a bump refused before anything was written: the user's to
+// fix (exit 2).
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string  { return e.Err.Error() }
+func (e *InputError) Unwrap() error  { return e.Err }
+func (e *InputError) BadInput() bool { return true }
+
+func bad(format string, a ...any) error { return &InputError{fmt.Errorf(format, a...)} }
+
+// Run bumps cfg.Root to cfg.Installer's published pair.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	root := cfg.Root
+	at := func(rel string) string { return filepath.Join(root, filepath.FromSlash(rel)) }
+	oldB, rel, err := bom.LoadAll(at(bom.RepoPath), at(bom.ReleasesRepoPath))
+	if err != nil {
+		return nil, &InputError{err}
+	}
+	ov, err := bom.LoadOverrides(at(bom.OverridesRepoPath))
+	if err != nil {
+		return nil, &InputError{err}
+	}
+	oldRaw, err := inputfile.Read(at(generated.FactsFile), inputfile.Spec{What: "generated file", Max: inputfile.MaxSource})
+	if err != nil {
+		return nil, bad("%s: %w (restore it with git checkout, or run go generate ./...)", generated.FactsFile, err)
+	}
+	oldF, err := emit.Parse(generated.FactsFile, oldRaw)
+	if err != nil {
+		return nil, bad("%w (restore it with git checkout, or run go generate ./...)", err)
+	}
+
+	pair, ok := rel.PairFor(cfg.Installer)
+	if !ok {
+		return nil, bad("--installer %s is not a published installer in %s: pick one of %s, or add the release notes' pair there first",
+			quote(cfg.Installer), bom.ReleasesRepoPath, strings.Join(rel.PublishedInstallers(), ", "))
+	}
+	if pair.Source != bom.SourceReleaseNotes {
+		return nil, bad("--installer %s: %s lists its pair (daemon %s) from %s only, not from the release notes: only a published pair may be pinned; set its source: to %s once the GKE release notes list it",
+			cfg.Installer, bom.ReleasesRepoPath, pair.Daemon, pair.Source, bom.SourceReleaseNotes)
+	}
+	switch cur, _, back := rel.RollBack(oldB.Images.Installer.Version, cfg.Installer); {
+	case back && !cfg.Rollback:
+		return nil, bad("--installer %s (published %s) is older than the pinned %s (published %s): a bump moves to a newer pair; to roll back deliberately, add --rollback",
+			cfg.Installer, pair.Date, cur.Installer, cur.Date)
+	case !back && cfg.Rollback:
+		return nil, bad("--rollback: --installer %s is not older than the pinned %s: drop --rollback", cfg.Installer, oldB.Images.Installer.Version)
+	}
+	spec, dspec, err := sources(cfg)
+	if err != nil {
+		return nil, err
+	}
+	bomPath, genPath := at(bom.RepoPath), at(generated.FactsFile)
+	if !cfg.DryRun {
+		if err := writable(root, bomPath, genPath); err != nil {
+			return nil, err
+		}
+	}
+
+	instRepo, _, _ := bom.SplitReference(oldB.Images.Installer.Reference)
+	daemRepo, _, _ := bom.SplitReference(oldB.Images.Daemon.Reference)
+	instDigest, err := cfg.digest(ctx, spec, "--source", instRepo, pair.Installer, extract.TestdataDir, oldB.Images.Installer.Reference)
+	if err != nil {
+		return nil, err
+	}
+	daemDigest, err := cfg.digest(ctx, dspec, "--daemon-source", daemRepo, pair.Daemon, extract.DaemonTestdataDir, oldB.Images.Daemon.Reference)
+	if err != nil {
+		return nil, err
+	}
+	inst, err := bom.NewImage(instRepo+":"+pair.Installer+"@"+instDigest, pair.Installer)
+	if err != nil {
+		return nil, bad("installer pin: %w", err)
+	}
+	daem, err := bom.NewImage(daemRepo+":"+pair.Daemon+"@"+daemDigest, pair.Daemon)
+	if err != nil {
+		return nil, bad("daemon pin: %w", err)
+	}
+
+	oldBOMRaw, err := inputfile.Read(bomPath, inputfile.Spec{What: "bill of materials", Max: inputfile.MaxSource})
+	if err != nil {
+		return nil, &InputError{err}
+	}
+	newBOMRaw, err := repin(bom.RepoPath, oldBOMRaw, []edit{
+		{[]string{"images", bom.RoleInstaller, "reference"}, inst.Reference},
+		{[]string{"images", bom.RoleInstaller, "version"}, inst.Version},
+		{[]string{"images", bom.RoleDaemon, "reference"}, daem.Reference},
+		{[]string{"images", bom.RoleDaemon, "version"}, daem.Version},
+	})
+	if err != nil {
+		return nil, &InputError{err}
+	}
+	// The project's own loader judges the result: what bump writes is what
+	// every other command will read.
+	newB, err := bom.Parse(bomPath, newBOMRaw)
+	if err == nil {
+		err = bom.CheckPublished(newB, rel)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the rewritten %s does not load (a bug in bump; nothing was written): %w", bom.RepoPath, err)
+	}
+
+	pcfg := pipeline.Config{
+		Extract:   extract.Config{Root: root, BOM: newB, Source: spec, DaemonSource: dspec, CacheDir: cfg.CacheDir, LibDir: oldF.LibDir, Transport: cfg.Transport, Limits: imagefs.DefaultLimits()},
+		Releases:  rel,
+		Overrides: ov,
+	}
+	repinned := map[string][]byte{bom.RepoPath: newBOMRaw}
+	var dest pipeline.Destination = pipeline.Diff{Extra: repinned}
+	if !cfg.DryRun {
+		dest = pipeline.Tree{Extra: repinned, Preflight: func(paths []string) error { return writable(root, paths...) }}
+	}
+	run, err := pipeline.Run(ctx, pcfg, dest)
+	var input *InputError
+	switch stage := pipeline.StageOf(err); {
+	case err == nil:
+	case errors.As(err, &input):
+		return nil, input
+	case stage == pipeline.StageExtract:
+		return nil, fmt.Errorf("extract %s and daemon %s (nothing was written): %w", pair.Installer, pair.Daemon, errors.Unwrap(err))
+	case stage == pipeline.StageRender:
+		return nil, fmt.Errorf("render the goldens for %s (nothing was written): %w", pair.Installer, errors.Unwrap(err))
+	case stage == pipeline.StageWrite:
+		return nil, fmt.Errorf("write the bumped tree: %w", errors.Unwrap(err))
+	default:
+		return nil, errors.Unwrap(err)
+	}
+	res := run.Extract
+
+	out := &Result{}
+	newSnap := releasediff.Snapshot{Facts: res.Facts, BOM: newB, Releases: rel, Overrides: ov}
+	report := releasediff.Report{
+		Title: cfg.title(spec, dspec),
+		Old:   releasediff.Snapshot{Facts: oldF, BOM: oldB, Releases: rel, Overrides: ov},
+		New:   newSnap,
+	}
+	out.Files = run.Paths
+	if cfg.DryRun {
+		report.CheckNote = "Not run: --dry-run writes nothing, and bom-check judges the written tree."
+	} else {
+		rep := bomcheck.Run(ctx, root, bomcheck.Options{CacheDir: cfg.CacheDir, Reproduce: pipeline.Reproduce})
+		out.Check = &rep
+		report.Check = &rep
+	}
+	report.Files = out.Files
+	out.Missing = releasediff.Missing(newSnap)
+	out.Summary = releasediff.Markdown(report)
+	return out, nil
+}
+
+func (cfg Config) title(spec, dspec extract.SourceSpec) string {
+	if cfg.Title != "" {
+		return cfg.Title
+	}
+	t := "tcpxogen bump --installer " + cfg.Installer + " --source " + spec.Raw
+	if cfg.Rollback {
+		t += " --rollback"
+	}
+	if dspec.Raw != extract.DefaultDaemonSource(spec).Raw {
+		t += " --daemon-source " + dspec.Raw
+	}
+	return t
+}
+
+// sources checks --source and --daemon-source: bump pins the published
+// images, so it reads them from where their digests can be established.
+func sources(cfg Config) (spec, dspec extract.SourceSpec, err error) {
+	spec, dspec = cfg.Source, cfg.DaemonSource
+	if spec.Kind == "" {
+		spec = extract.SourceSpec{Kind: extract.SourceRegistry, Raw: extract.SourceRegistry}
+	}
+	if dspec.Kind == "" {
+		dspec = extract.DefaultDaemonSource(spec)
+	}
+	for _, s := range []struct {
+		flag string
+		spec extract.SourceSpec
+	}{{"--source", spec}, {"--daemon-source", dspec}} {
+		if s.spec.Kind == extract.SourceSubstitute {
+			return spec, dspec, bad("%s %s: a substitute image cannot say which digest Google published for the tag; use registry (the published repository), testdata (the offline rehearsal) or oci-layout:DIR (a pulled copy)", s.flag, quote(s.spec.Raw))
+		}
+	}
+	return spec, dspec, nil
+}
+
+// digest establishes the manifest digest the pin records for repo:tag from
+// spec: the registry's answer for the tag, the layout's single image, or the
+// built reconstruction (a substitute, and provenance says so).
+func (cfg Config) digest(ctx context.Context, spec extract.SourceSpec, flag, repo, tag, testdataDir, oldPin string) (string, error) {
+	switch spec.Kind {
+	case extract.SourceTestdata:
+		d, err := extract.TestdataDigest(cfg.Root, testdataDir, tag)
+		if err != nil {
+			return "", bad("%s testdata: %w", flag, err)
+		}
+		return d, nil
+	case extract.SourceOCILayout:
+		dir := spec.Arg
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(cfg.Root, dir)
+		}
+		src, err := imagesource.Layout(oldPin, dir, "")
+		if err == nil {
+			_, err = src.Image(ctx)
+		}
+		if err != nil {
+			return "", bad("%s %s: %w (pull %s:%s into it, e.g. crane pull --format=oci %s:%s DIR)", flag, spec.Raw, err, repo, tag, repo, tag)
+		}
+		return src.Describe().Digest, nil
+	case extract.SourceRegistry:
+		ref, err := name.NewTag(repo + ":" + tag)
+		if err != nil {
+			return "", bad("%s registry: %s:%s is not a reference: %w", flag, repo, tag, err)
+		}
+		kc := cfg.Keychain
+		if kc == nil {
+			kc = authn.NewMultiKeychain(authn.DefaultKeychain, google.Keychain)
+		}
+		rt := cfg.Transport
+		if rt == nil {
+			rt = http.DefaultTransport
+		}
+		desc, err := remote.Head(ref, remote.WithContext(ctx), remote.WithAuthFromKeychain(kc), remote.WithTransport(rt))
+		if err != nil {
+			return "", bad("%s registry: cannot resolve the digest of %s:%s: %w (log in with gcloud auth configure-docker us-docker.pkg.dev, or rehearse offline with --source testdata; nothing was written)", flag, repo, tag, err)
+		}
+		return desc.Digest.String(), nil
+	}
+	return "", bad("%s %s: want registry, testdata or oci-layout:DIR", flag, quote(spec.Raw))
+}
+
+// writable refuses, before anything is written, a target bump could not
+// replace: not a regular file (atomicfile's rule), or a file or directory
+// this process cannot write (read-only, immutable).
+func writable(root string, paths ...string) error {
+	dirs := map[string]bool{}
+	for _, p := range paths {
+		rel := pipeline.Relative(root, []string{p})[0]
+		target, err := atomicfile.Target(p)
+		if err != nil {
+			return &InputError{fmt.Errorf("%s: %w (nothing was written)", rel, err)}
+		}
+		if f, err := os.OpenFile(target, os.O_WRONLY, 0); err == nil {
+			f.Close()
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return bad("%s is not writable: %v (make it writable, or bump a checkout you own; nothing was written)", rel, err)
+		}
+		dirs[filepath.Dir(target)] = true
+	}
+	for dir := range dirs {
+		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		f, err := os.CreateTemp(dir, ".bump-probe-*")
+		if err != nil {
+			return bad("%s is not writable: %v (make it writable, or bump a checkout you own; nothing was written)", pipeline.Relative(root, []string{dir})[0], err)
+		}
+		f.Close()
+		os.Remove(f.Name())
+	}
+	return nil
+}
+
+func quote(s string) string { return excerpt.Quote(s) }

@@ -1,0 +1,48 @@
+// Package clusterflags holds what every tcpxogen command that reads a
+// cluster shares: the connection flags, the guarded clients they build, and
+// the RBAC paragraph of a read-only command's --help.
+package clusterflags
+
+import (
+	"errors"
+
+	"github.com/spf13/pflag"
+
+	"github.com/tcpxogen/tcpxogen/internal/access"
+	"github.com/tcpxogen/tcpxogen/internal/kubeconfig"
+	"github.com/tcpxogen/tcpxogen/tools/internal/cli"
+	"github.com/tcpxogen/tcpxogen/validators/cluster"
+)
+
+// ConnectFlags are the flags of every command that reads the cluster.
+type ConnectFlags struct {
+	Kubeconfig, Context, Namespace, NodeSelector *string
+}
+
+// Add declares --kubeconfig, --context, --namespace and
+// --node-selector on fs.
+func Add(fs *pflag.FlagSet) ConnectFlags {
+	return ConnectFlags{
+		Kubeconfig:   fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the pod's service account)"),
+		Context:      fs.String("context", "", "kubeconfig context (default: the current context)"),
+		Namespace:    fs.String("namespace", access.InstallerNamespace, "the namespace the NCCL plugin installer runs in"),
+		NodeSelector: fs.String("node-selector", cluster.DefaultNodeSelector, "label selector of the target GPU nodes"),
+	}
+}
+
+// Connect builds the guarded clients of list; configuration problems are
+// bad input.
+func (f ConnectFlags) Connect(list access.List) (*cluster.Clients, error) {
+	c, err := cluster.Connect(list, *f.Kubeconfig, *f.Context, *f.Namespace)
+	if _, bad := errors.AsType[*kubeconfig.InputError](err); bad {
+		return nil, cli.BadInput("%w", err)
+	}
+	return c, err
+}
+
+// ReadOnlyHelp is the RBAC paragraph of a read-only command's --help: the
+// permissions it needs, from the list its client is held to, and the
+// command that prints them as a role.
+func ReadOnlyHelp(l access.List) string {
+	return "Read-only. RBAC: " + l.Needs() + ".\nAs a role: tcpxogen render rbac --for " + l.Command + " | kubectl apply -f -"
+}
