@@ -102,7 +102,8 @@ type section struct {
 
 func (s section) title() string { return strings.Join(append([]string{"tcpxogen"}, s.path...), " ") }
 
-// anchor is the heading's GitHub anchor: lower case, spaces as dashes.
+// anchor is the heading's GitHub anchor: the title, already lower case, with
+// dashes for spaces.
 func (s section) anchor() string { return strings.ReplaceAll(s.title(), " ", "-") }
 
 func reference(commands Commands) ([]byte, int, error) {
