@@ -1,10 +1,3 @@
-// Package goldens renders every committed artifact downstream of the
-// generated constants: the runtime and component manifests, the derived
-// benchmark, the emitter's own golden, the admission policies and the
-// generated documentation pages. `render goldens` writes them and the
-// coupling check re-renders them, from one function, so the two can never
-// disagree about what "current" means. It owns the set of goldens and their
-// paths, not how each is built (runtimes, derive, emit, admission, docgen).
 package pipeline
 
 import (
@@ -17,15 +10,33 @@ import (
 	"github.com/tcpxogen/tcpxogen/runtimes/benchmark"
 )
 
-// Render returns every golden keyed by repo-relative path. root is the
-// checkout the documentation pages and realization matrices are read from.
+// Render is the table of goldens: every committed artefact downstream of
+// the generated constants (the runtime and component manifests, the derived
+// benchmark, the emitter's own golden, the admission policies and the
+// generated documentation pages), keyed by repo-relative path. Run writes
+// them and bom-check re-renders them through it, so the two can never
+// disagree about what "current" means. It owns the set of goldens and their
+// paths, not how each is built (runtimes, benchmark, emit, admission,
+// docgen). root is the checkout the documentation pages and realization
+// matrices are read from.
 func Render(root string, in *runtimes.Inputs) (map[string][]byte, error) {
-	files, err := runtimes.Goldens(in)
+	rt, err := runtimes.TorchRuntime(in, runtimes.Options{Interfaces: runtimes.ExampleInterfaces()})
 	if err != nil {
 		return nil, err
 	}
-	rt, err := runtimes.TorchRuntime(in, runtimes.Options{Interfaces: runtimes.ExampleInterfaces()})
-	if err != nil {
+	files := map[string][]byte{}
+	header := append(runtimes.GoldenHeader(in.Facts, runtimes.RuntimeName),
+		"EXAMPLE VALUES: the networking.gke.io/interfaces networks below are examples.",
+		"Render the runtime for your cluster with:",
+		"  tcpxogen render runtime --interfaces eth1=<network>,...,eth8=<network>")
+	if files[runtimes.GoldenRuntime], err = runtimes.Encode(runtimes.FormatYAML, header, rt); err != nil {
+		return nil, err
+	}
+	var components []any
+	for _, ds := range runtimes.Components(in) {
+		components = append(components, ds)
+	}
+	if files[runtimes.GoldenComponents], err = runtimes.Encode(runtimes.FormatYAML, runtimes.GoldenHeader(in.Facts, "Cluster-side components"), components...); err != nil {
 		return nil, err
 	}
 	if files[benchmark.GoldenPath], err = benchmark.Golden(rt, in.Facts); err != nil {
@@ -45,4 +56,13 @@ func Render(root string, in *runtimes.Inputs) (map[string][]byte, error) {
 	}
 	maps.Copy(files, pages)
 	return files, nil
+}
+
+// Elsewhere are the generated artefacts another `go generate` directive
+// writes, with that directive: they come from a binary this package cannot
+// link (the CLI's own help texts) or from the module cache. With Render's
+// keys and generated/ they are every generated file of the tree; the orphan
+// test holds the tree to that.
+var Elsewhere = map[string]string{
+	"docs/commands.md": "tools/tcpxogen/generate.go (tcpxogen help --markdown)",
 }

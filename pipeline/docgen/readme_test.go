@@ -19,30 +19,33 @@ var repoRoot = filepath.Join("..", "..")
 
 var backquoted = regexp.MustCompile("`([^`]+)`")
 
-// layoutRow is one row of the README's layout table.
-type layoutRow struct {
+// packageRow is one row of the package table of docs/design.md.
+type packageRow struct {
 	paths []string // the first cell's backquoted paths, without a trailing slash
 	owns  string   // the second cell
 }
 
-func readmeLayout(t *testing.T) []layoutRow {
+// packageTable is the "## Packages" table of docs/design.md, which names
+// every package directory (the README's "Layout" names only the top
+// folders).
+func packageTable(t *testing.T) []packageRow {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	data, err := os.ReadFile(filepath.Join(repoRoot, "docs", "design.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(data), "\n## Layout\n")
+	_, section, ok := strings.Cut(string(data), "\n## Packages\n")
 	if !ok {
-		t.Fatal(`README.md has no "## Layout" section`)
+		t.Fatal(`docs/design.md has no "## Packages" section`)
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
-	var rows []layoutRow
+	var rows []packageRow
 	for _, line := range strings.Split(section, "\n") {
 		cells := strings.Split(line, " | ")
 		if !strings.HasPrefix(line, "| `") || len(cells) < 2 {
 			continue
 		}
-		var r layoutRow
+		var r packageRow
 		for _, m := range backquoted.FindAllStringSubmatch(cells[0], -1) {
 			r.paths = append(r.paths, strings.TrimSuffix(m[1], "/"))
 		}
@@ -50,7 +53,7 @@ func readmeLayout(t *testing.T) []layoutRow {
 		rows = append(rows, r)
 	}
 	if len(rows) == 0 {
-		t.Fatal("README.md's layout table has no rows")
+		t.Fatal("docs/design.md's package table has no rows")
 	}
 	return rows
 }
@@ -93,22 +96,22 @@ func goPackageDirs(t *testing.T) []string {
 	return dirs
 }
 
-// TestReadmeLayoutNamesEveryPackage holds the README's layout table to the
-// tree: every path it lists exists, and every Go package is either a row of
-// its own or named, in backquotes, in the row of its nearest listed
-// ancestor (tools/tcpxogen/internal/checkcmd as `checkcmd` in the
-// tools/ row).
-func TestReadmeLayoutNamesEveryPackage(t *testing.T) {
-	rows := readmeLayout(t)
+// TestPackageTableNamesEveryPackage holds the package table of
+// docs/design.md to the tree: every path it lists exists, and every Go
+// package is either a row of its own or named, in backquotes, in the row of
+// its nearest listed ancestor (tools/tcpxogen/internal/checkcmd as
+// `checkcmd` in the tools/tcpxogen row).
+func TestPackageTableNamesEveryPackage(t *testing.T) {
+	rows := packageTable(t)
 	for _, r := range rows {
 		for _, p := range r.paths {
 			if _, err := os.Stat(filepath.Join(repoRoot, filepath.FromSlash(p))); err != nil {
-				t.Errorf("README layout lists %s: %v", p, err)
+				t.Errorf("the package table of docs/design.md lists %s: %v", p, err)
 			}
 		}
 	}
 	for _, dir := range goPackageDirs(t) {
-		var best *layoutRow
+		var best *packageRow
 		bestLen := -1
 		for i, r := range rows {
 			for _, p := range r.paths {
@@ -119,10 +122,10 @@ func TestReadmeLayoutNamesEveryPackage(t *testing.T) {
 		}
 		switch {
 		case best == nil:
-			t.Errorf("package %s is under no path of the README layout table", dir)
+			t.Errorf("package %s is under no path of the package table of docs/design.md", dir)
 		case len(dir) == bestLen:
 		case !strings.Contains(best.owns, "`"+path.Base(dir)+"`"):
-			t.Errorf("package %s is not named in the README layout row of %s: add `%s` to it", dir, strings.Join(best.paths, ", "), path.Base(dir))
+			t.Errorf("package %s is not named in the row of %s in docs/design.md's package table: add `%s` to it, or a row of its own", dir, strings.Join(best.paths, ", "), path.Base(dir))
 		}
 	}
 }
@@ -217,8 +220,8 @@ func TestDocsCiteOnlyFilesInTheRepository(t *testing.T) {
 }
 
 // TestToolsHoldOnlyCommands holds the layout's one rule for tools/: it
-// holds commands (main packages, the CLI framework, one package per
-// command), and nothing outside it imports anything under it, so every
+// holds commands (main packages, one package per command, and under
+// tools/internal/ the framework they share), and nothing outside it imports anything under it, so every
 // library can serve runtimes/, validators/, bom/ and e2e/ alike.
 func TestToolsHoldOnlyCommands(t *testing.T) {
 	const module = "github.com/tcpxogen/tcpxogen"
@@ -248,8 +251,8 @@ func TestToolsHoldOnlyCommands(t *testing.T) {
 		inTools := strings.HasPrefix(rel, "tools/")
 		if inTools && !strings.HasSuffix(rel, "_test.go") {
 			dir := path.Dir(rel)
-			if pkg := f.Name.Name; pkg != "main" && dir != "tools/tcpxogen/internal/cli" && !strings.HasSuffix(pkg, "cmd") {
-				t.Errorf("%s: package %s under tools/ is neither a command (main, or NAMEcmd under tools/tcpxogen/internal) nor the CLI framework: move the library to internal/ or validators/", rel, pkg)
+			if pkg := f.Name.Name; pkg != "main" && !strings.HasPrefix(dir, "tools/internal/") && !strings.HasSuffix(pkg, "cmd") {
+				t.Errorf("%s: package %s under tools/ is neither a command (main, or NAMEcmd under tools/tcpxogen/internal) nor the commands' framework (tools/internal/): move the library to internal/ or validators/", rel, pkg)
 			}
 		}
 		for _, imp := range f.Imports {

@@ -49,12 +49,16 @@ func Main(ctx context.Context, args []string, s Streams, commands Commands) int 
 		usage(s.Err, commands)
 		return ExitUsage
 	}
-	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if args[0] == "-h" || args[0] == "--help" {
 		// Asked-for help is the output: stdout, so it pipes into a pager.
 		usage(s.Out, commands)
 		return ExitOK
 	}
 	cmd, ok := commands[args[0]]
+	if args[0] == "help" {
+		// The command list, or with --markdown the reference (reference.go).
+		cmd, ok = helpCommand(commands), true
+	}
 	if !ok {
 		fmt.Fprintf(s.Err, "tcpxogen: unknown command %q\n\n", args[0])
 		usage(s.Err, commands)
