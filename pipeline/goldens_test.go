@@ -29,12 +29,10 @@ var generatedMarker = regexp.MustCompile(`^\s*(?://|#|<!--)\s*(?:Code generated|
 // generated/generate.go), before the goldens are rendered.
 const emittedDir = "generated/"
 
-// TestNoOrphanGoldens: every committed file that says it is generated, and
-// every goldie fixture (*.golden), is written by `go generate ./...`, as
-// controller-tools reports outputs nothing generates any more. A golden
-// only a test's -update flag refreshes goes stale silently when a builder
-// changes, and is then refreshed to whatever the builder does.
-func TestNoOrphanGoldens(t *testing.T) {
+// renderCheckout renders every golden of the checkout this test runs in,
+// from its committed facts and reviewed inputs.
+func renderCheckout(t *testing.T) (string, map[string][]byte) {
+	t.Helper()
 	wd, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
@@ -51,8 +49,18 @@ func TestNoOrphanGoldens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return root, files
+}
+
+// TestNoOrphanGoldens: every committed file that says it is generated, and
+// every goldie fixture (*.golden), is written by `go generate ./...`, as
+// controller-tools reports outputs nothing generates any more. A golden
+// only a test's -update flag refreshes goes stale silently when a builder
+// changes, and is then refreshed to whatever the builder does.
+func TestNoOrphanGoldens(t *testing.T) {
+	root, files := renderCheckout(t)
 	var orphans []string
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -153,22 +161,7 @@ func TestOrphanDetectorSeesAGolden(t *testing.T) {
 // the committed facts now. A golden shows a change; this says which one is
 // stale (bom-check says the same from a fresh extraction).
 func TestGoldensCurrent(t *testing.T) {
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := bom.FindRoot(wd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := shipped.LoadInputs(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := Render(root, in)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, files := renderCheckout(t)
 	if len(files) == 0 {
 		t.Fatal("Render declared no goldens")
 	}
