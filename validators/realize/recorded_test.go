@@ -58,7 +58,7 @@ func TestRecordedLaunchesRealized(t *testing.T) {
 		}
 	}
 	if rec == nil {
-		t.Fatalf("no recorded matrix for the linked trainer %s: write it with -run TestCompatReportCurrent -update", TrainerVersion())
+		t.Fatalf("no recorded matrix for the linked trainer %s: write it with go generate ./...", TrainerVersion())
 	}
 	cases := map[string]Case{}
 	for _, c := range Cases() {
