@@ -14,7 +14,20 @@
 //     generated/tcpxo, and renders every golden and generated page from the
 //     fresh facts, writing them all or nothing. It links nothing compiled
 //     against generated/, so it works even when the generated file is
-//     missing or broken.
+//     missing or broken, which is why it runs before anything that links it.
+//  2. compat, once per trainer version (go.mod's, then each
+//     validators/realize/trainer-*.mod's through -modfile: every version
+//     shares one module path, so each needs its own build), writes that
+//     version's CRD default schemas (validators/realize/crddefaults, cut
+//     from the CRDs step 0 copied) and realizes its compatibility matrix
+//     (validators/realize/testdata/compat-<version>.json) from the runtime
+//     and benchmark step 1 wrote. It links generated/tcpxo, so it needs
+//     step 1 first. When the CRD defaults changed it writes them alone and
+//     fails, because the build that ran realizes with the ones it embeds:
+//     run go generate ./... again.
+//  3. generate again renders docs/trainer-compat.md from the reports step
+//     2 wrote; everything else it writes is already current, so it changes
+//     nothing else.
 package generated
 
 // The emitted facts package, the one definition of where it lives: the
@@ -31,4 +44,7 @@ const (
 )
 
 //go:generate go run ../tools/copycrds
+//go:generate go run ../tools/generate
+//go:generate go run ../tools/compat --out ../validators/realize/testdata/compat-v2.2.0.json --crd-defaults ../validators/realize/crddefaults/v2.2.0.json
+//go:generate go run -modfile=../validators/realize/trainer-v2.3.0.mod ../tools/compat --out ../validators/realize/testdata/compat-v2.3.0.json --crd-defaults ../validators/realize/crddefaults/v2.3.0.json
 //go:generate go run ../tools/generate

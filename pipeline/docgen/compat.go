@@ -5,71 +5,23 @@
 package docgen
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/tcpxogen/tcpxogen/internal/compat"
 )
 
-// CompatReport is one trainer version's realization matrix, as
-// validators/realize/cmd/compat writes it.
-type CompatReport struct {
-	TrainerVersion string      `json:"trainerVersion"`
-	Rows           []CompatRow `json:"rows"`
-}
+// CompatReport is one trainer version's realization matrix, as tools/compat
+// writes it for validators/realize. The schema is internal/compat's, the
+// one validators/realize writes with; it is named here for the page
+// renderer and its callers.
+type CompatReport = compat.Report
 
-// CompatRow is one TrainJob shape realized against the shipped runtime.
-type CompatRow struct {
-	Case           string            `json:"case"`
-	Summary        string            `json:"summary"`
-	TrainerVersion string            `json:"trainerVersion"`
-	Supported      bool              `json:"supported"`
-	Note           string            `json:"note"`
-	Survives       map[string]bool   `json:"survives"`
-	LosesFabric    []string          `json:"losesFabric"`
-	Changes        []string          `json:"changes"`
-	Added          []string          `json:"added"`
-	Observed       map[string]string `json:"observed"`
-	Launch         *CompatLaunch     `json:"launch"`
-	LaunchKey      string            `json:"launchKey"`
-	Objects        []string          `json:"objects"`
-	// Unexpected lists contradictions of the recorded expectations; the
-	// compat command refuses to write a report that has any.
-	Unexpected []string `json:"unexpected"`
-}
-
-// CompatLaunch is a row's launch verdict: whether torchrun in the realized
-// node container would run the job the TrainJob describes.
-type CompatLaunch struct {
-	Judged   bool                  `json:"judged"`
-	Summary  string                `json:"summary"`
-	Notes    []string              `json:"notes"`
-	Problems []CompatLaunchProblem `json:"problems"`
-}
-
-// CompatLaunchProblem is one failed launch check.
-type CompatLaunchProblem struct {
-	Check    string `json:"check"`
-	Problem  string `json:"problem"`
-	Cause    string `json:"cause"`
-	Upstream string `json:"upstream"`
-	Fix      string `json:"fix"`
-}
-
-// ParseCompat decodes one compat JSON file.
+// ParseCompat decodes one compat JSON file, strictly (compat.Parse).
 func ParseCompat(name string, data []byte) (CompatReport, error) {
-	var r CompatReport
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
-		return r, fmt.Errorf("%s: %w (regenerate it with validators/realize/cmd/compat)", name, err)
-	}
-	if r.TrainerVersion == "" || len(r.Rows) == 0 {
-		return r, fmt.Errorf("%s: no trainer version or no rows", name)
-	}
-	return r, nil
+	return compat.Parse(name, data)
 }
 
 // CompatHeader marks the file as generated.
@@ -179,7 +131,7 @@ func CompatMarkdown(reports []CompatReport) []byte {
 // with realize.Judge, the fabric decision check trainjob makes, so a change
 // the fabric survives (an NCCL_DEBUG override) is shown as a change, not as
 // a loss.
-func verdict(row CompatRow) string {
+func verdict(row compat.Row) string {
 	if !row.Supported {
 		return "not expressible on this version"
 	}
@@ -199,7 +151,7 @@ func verdict(row CompatRow) string {
 }
 
 // launchVerdict is the row's launch cell: ok, or which checks fail.
-func launchVerdict(row CompatRow) string {
+func launchVerdict(row compat.Row) string {
 	switch {
 	case !row.Supported:
 		return "not expressible on this version"
@@ -229,13 +181,13 @@ func caseOrder(reports []CompatReport) []string {
 	return order
 }
 
-func find(r CompatReport, c string) (CompatRow, bool) {
+func find(r CompatReport, c string) (compat.Row, bool) {
 	for _, row := range r.Rows {
 		if row.Case == c {
 			return row, true
 		}
 	}
-	return CompatRow{}, false
+	return compat.Row{}, false
 }
 
 // escape keeps table cells intact.

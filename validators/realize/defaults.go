@@ -34,10 +34,12 @@ import (
 // PruneDefaults needs), and, on the way to such nodes, only type, nullable,
 // properties, items and additionalProperties. The defaulting algorithm walks
 // nothing else, so the projection defaults identically to the full schema.
-// TestCRDDefaultsMatchModule regenerates the projection from the module's
-// CRDs and fails on any difference (run it with -update after a trainer
-// bump); TestProjectionDefaultsLikeFullCRD defaults the shipped runtimes with both
-// the projection and the full CRDs and requires identical results.
+// RenderCRDDefaults (crddefaults.go) cuts the projection from the linked
+// trainer's CRDs and `go generate ./...` writes it, per trainer version
+// (tools/compat --crd-defaults); TestCRDDefaultsMatchModule fails when the
+// committed file differs from it, and TestProjectionDefaultsLikeFullCRD
+// defaults the shipped runtimes with both the projection and the full CRDs
+// and requires identical results.
 
 //go:embed crddefaults/*.json
 var crdDefaultsFS embed.FS
@@ -68,13 +70,13 @@ var linkedDefaulter = sync.OnceValues(func() (*defaulter, error) {
 })
 
 // crdDefaultsPath is where the projections of a trainer version live inside
-// crdDefaultsFS (and, for -update, on disk relative to the package).
+// crdDefaultsFS (and on disk, relative to the package).
 func crdDefaultsPath(version string) string { return "crddefaults/" + version + ".json" }
 
 func loadDefaulter(fsys fs.FS, version string) (*defaulter, error) {
 	raw, err := fs.ReadFile(fsys, crdDefaultsPath(version))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: trainer %s (regenerate with `go test ./validators/realize -run TestCRDDefaultsMatchModule -update` against that version)", ErrNoCRDDefaults, version)
+		return nil, fmt.Errorf("%w: trainer %s (go generate ./... writes it for every trainer version generated/generate.go names; tools/compat --crd-defaults built against that version writes it alone)", ErrNoCRDDefaults, version)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading CRD defaults for trainer %s: %w", version, err)

@@ -11,146 +11,40 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 
-	"github.com/tcpxogen/tcpxogen/validators/linkedtrainer"
+	"github.com/tcpxogen/tcpxogen/internal/atomicfile"
 )
 
 var update = flag.Bool("update", false, "rewrite crddefaults/<version>.json and testdata/compat-<version>.json from the linked trainer")
 
-// moduleCRDSchemas reads the full v1alpha1 schema of every CRD of the linked
-// trainer version, as embedded byte for byte from its module (see package
-// linkedtrainer).
-func moduleCRDSchemas(t *testing.T) map[string]*apiextensionsv1.JSONSchemaProps {
-	t.Helper()
-	files, err := linkedtrainer.CRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]*apiextensionsv1.JSONSchemaProps{}
-	for i, raw := range files {
-		var crd apiextensionsv1.CustomResourceDefinition
-		if err := yaml.UnmarshalStrict(raw, &crd); err != nil {
-			t.Fatalf("trainer %s CRD %d: %v", TrainerVersion(), i, err)
-		}
-		for _, v := range crd.Spec.Versions {
-			if v.Name == trainer.SchemeGroupVersion.Version && v.Schema != nil {
-				out[crd.Spec.Names.Kind] = v.Schema.OpenAPIV3Schema
-			}
-		}
-	}
-	for _, kind := range []string{trainer.TrainJobKind, trainer.TrainingRuntimeKind, trainer.ClusterTrainingRuntimeKind} {
-		if out[kind] == nil {
-			t.Fatalf("no %s %s schema among the trainer %s CRDs", kind, trainer.SchemeGroupVersion.Version, TrainerVersion())
-		}
-	}
-	return out
-}
-
-// projectForDefaults keeps what structural defaulting reads (see
-// defaults.go): a node with a default whole (minus descriptions), and on the
-// way to one only type, nullable, properties, items and
-// additionalProperties. It returns nil for a subtree without defaults.
-func projectForDefaults(s *apiextensionsv1.JSONSchemaProps) *apiextensionsv1.JSONSchemaProps {
-	if s == nil {
-		return nil
-	}
-	if s.Default != nil {
-		cp := s.DeepCopy()
-		stripDescriptions(cp)
-		return cp
-	}
-	out := &apiextensionsv1.JSONSchemaProps{Type: s.Type, Nullable: s.Nullable}
-	keep := false
-	for name, p := range s.Properties {
-		if pp := projectForDefaults(&p); pp != nil {
-			if out.Properties == nil {
-				out.Properties = map[string]apiextensionsv1.JSONSchemaProps{}
-			}
-			out.Properties[name] = *pp
-			keep = true
-		}
-	}
-	if s.Items != nil {
-		if pi := projectForDefaults(s.Items.Schema); pi != nil {
-			out.Items = &apiextensionsv1.JSONSchemaPropsOrArray{Schema: pi}
-			keep = true
-		}
-	}
-	if s.AdditionalProperties != nil {
-		if pa := projectForDefaults(s.AdditionalProperties.Schema); pa != nil {
-			out.AdditionalProperties = &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: pa}
-			keep = true
-		}
-	}
-	if !keep {
-		return nil
-	}
-	return out
-}
-
-func stripDescriptions(s *apiextensionsv1.JSONSchemaProps) {
-	if s == nil {
-		return
-	}
-	s.Description = ""
-	for k, p := range s.Properties {
-		stripDescriptions(&p)
-		s.Properties[k] = p
-	}
-	if s.Items != nil {
-		stripDescriptions(s.Items.Schema)
-		for i := range s.Items.JSONSchemas {
-			stripDescriptions(&s.Items.JSONSchemas[i])
-		}
-	}
-	if s.AdditionalProperties != nil {
-		stripDescriptions(s.AdditionalProperties.Schema)
-	}
-}
-
-func renderCRDDefaults(t *testing.T) []byte {
-	t.Helper()
-	file := crdDefaultsFile{
-		Source:  TrainerModule + "@" + TrainerVersion() + "/manifests/base/crds",
-		Version: trainer.SchemeGroupVersion.Version,
-		Schemas: map[string]*apiextensionsv1.JSONSchemaProps{},
-	}
-	for kind, s := range moduleCRDSchemas(t) {
-		file.Schemas[kind] = projectForDefaults(s)
-	}
-	raw, err := json.MarshalIndent(file, "", " ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return append(raw, '\n')
-}
-
-// TestCRDDefaultsMatchModule keeps the embedded projection equal to what the
-// linked trainer's CRDs give today; -update rewrites it.
+// TestCRDDefaultsMatchModule keeps the committed projection equal to what
+// RenderCRDDefaults makes of the linked trainer's CRDs today. go generate
+// ./... rewrites it (tools/compat --crd-defaults); so does -update.
 func TestCRDDefaultsMatchModule(t *testing.T) {
-	want := renderCRDDefaults(t)
+	want, err := RenderCRDDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
 	path := crdDefaultsPath(TrainerVersion())
 	if *update {
-		if err := os.WriteFile(path, want, 0o644); err != nil {
+		if err := atomicfile.Write(path, want, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
 	got, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
+		t.Fatalf("%v (create it with go generate ./...)", err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatalf("%s is stale against the trainer %s CRDs; run `go test ./validators/realize -run TestCRDDefaultsMatchModule -update` with the same -modfile", path, TrainerVersion())
+		t.Fatalf("%s is stale against the trainer %s CRDs; regenerate it with go generate ./... (or this test's -update, with the same -modfile)", path, TrainerVersion())
 	}
 }
 
@@ -159,7 +53,11 @@ func TestCRDDefaultsMatchModule(t *testing.T) {
 // objects that exercise nested defaults.
 func TestProjectionDefaultsLikeFullCRD(t *testing.T) {
 	full := &defaulter{version: "full", schemas: map[string]*structuralschema.Structural{}}
-	for kind, s := range moduleCRDSchemas(t) {
+	schemas, err := moduleCRDSchemas()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for kind, s := range schemas {
 		ss, err := structuralFromV1(s)
 		if err != nil {
 			t.Fatalf("%s: %v", kind, err)

@@ -38,17 +38,21 @@
 //
 // crddefaults/<version>.json holds the CRD default schemas Realize applies
 // (see defaults.go) and testdata/compat-<version>.json the matrix report.
-// Tests fail when either is stale; after a reviewed change, rewrite them
-// with -update, per version, defaults first (the matrix realizes with the
-// defaults embedded at build time, so a new version needs two runs):
+// `go generate ./...` writes both for every trainer version
+// (generated/generate.go runs the compat command once per modfile); tests
+// fail when either is stale. The compat command is tools/compat; run from
+// the checkout, each build writes its own version's two files:
+//
+//	go run ./tools/compat --out validators/realize/testdata/compat-v2.2.0.json --crd-defaults validators/realize/crddefaults/v2.2.0.json
+//	go run -modfile=validators/realize/trainer-v2.3.0.mod ./tools/compat --out validators/realize/testdata/compat-v2.3.0.json --crd-defaults validators/realize/crddefaults/v2.3.0.json
+//
+// The matrix realizes with the defaults embedded at build time, so when the
+// defaults change (a new trainer version, say) the command writes them
+// alone and fails, and a second run writes the report. Each suite's
+// -update rewrites its own file too, per version, defaults first:
 //
 //	go test ./validators/realize -run TestCRDDefaultsMatchModule -update
 //	go test ./validators/realize -run TestCompatReportCurrent -update
 //
 // and the same two with -modfile=validators/realize/trainer-v2.3.0.mod.
-//
-// The compat command writes the same report anywhere:
-//
-//	go run ./validators/realize/cmd/compat --out compat-v2.2.0.json
-//	go run -modfile=validators/realize/trainer-v2.3.0.mod ./validators/realize/cmd/compat --out compat-v2.3.0.json
 package realize

@@ -16,6 +16,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/kubeflow/trainer/v2/pkg/constants"
 
+	"github.com/tcpxogen/tcpxogen/internal/compat"
 	"github.com/tcpxogen/tcpxogen/internal/launch"
 	"github.com/tcpxogen/tcpxogen/internal/wiring"
 )
@@ -41,37 +42,13 @@ const (
 // recorded; the status is as of then.
 
 // Launch is the launch verdict for one realized TrainJob on one trainer
-// version.
-type Launch struct {
-	// Judged is false when the runtime has no torch policy (an MPI runtime,
-	// say): the checks below are torchrun's. Summary then says why.
-	Judged bool `json:"judged"`
-	// Summary says in one line what the launch is.
-	Summary string `json:"summary"`
-	// Notes say what holds, for a reader checking the launch by hand (what
-	// torchrun will infer from "auto", where the node count comes from).
-	Notes []string `json:"notes,omitempty"`
-	// Problems are the checks that fail, in the order rendezvous, processes
-	// per node, node count.
-	Problems []LaunchProblem `json:"problems,omitempty"`
-}
-
-// OK reports whether no launch check fails.
-func (l Launch) OK() bool { return len(l.Problems) == 0 }
-
-// LaunchProblem is one failed launch check.
-type LaunchProblem struct {
-	// Check is one of the Launch* check names.
-	Check string `json:"check"`
-	// Problem says what is wrong in the realized node container.
-	Problem string `json:"problem"`
-	// Cause says which TrainJob field leads there, and how.
-	Cause string `json:"cause,omitempty"`
-	// Upstream names the upstream trainer issue or pull request.
-	Upstream string `json:"upstream,omitempty"`
-	// Fix is what the user can change in the TrainJob.
-	Fix string `json:"fix"`
-}
+// version; LaunchProblem is one failed check of it. Both are declared in
+// internal/compat because the compatibility report carries the verdict
+// (Row.Launch) and the report's reader must not link this package.
+type (
+	Launch        = compat.Launch
+	LaunchProblem = compat.LaunchProblem
+)
 
 // JudgeLaunch judges the launch of job (as given, before defaulting) on
 // runtime, from the JobSet the trainer realized for it: the rendezvous

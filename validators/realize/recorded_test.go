@@ -1,15 +1,15 @@
 package realize
 
 import (
-	"bytes"
 	"context"
 	"embed"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/tcpxogen/tcpxogen/internal/compat"
 )
 
 // The recorded matrices (testdata/compat-<version>.json, one per trainer
@@ -33,14 +33,9 @@ var recordedReports = sync.OnceValues(func() ([]Report, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading embedded %s: %w", p, err)
 		}
-		var r Report
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&r); err != nil {
-			return nil, fmt.Errorf("embedded %s: %w (regenerate it with the realize suite's -update)", p, err)
-		}
-		if r.TrainerVersion == "" {
-			return nil, fmt.Errorf("embedded %s names no trainer version", p)
+		r, err := compat.Parse("embedded "+p, raw)
+		if err != nil {
+			return nil, err
 		}
 		reports = append(reports, r)
 	}
@@ -63,7 +58,7 @@ func TestRecordedLaunchesRealized(t *testing.T) {
 		}
 	}
 	if rec == nil {
-		t.Fatalf("no recorded matrix for the linked trainer %s: write it with -run TestCompatReportCurrent -update", TrainerVersion())
+		t.Fatalf("no recorded matrix for the linked trainer %s: write it with go generate ./...", TrainerVersion())
 	}
 	cases := map[string]Case{}
 	for _, c := range Cases() {
