@@ -4,6 +4,8 @@ import (
 	"archive/tar"
 	"errors"
 	"io"
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -310,5 +312,169 @@ func TestBundledTreesShareRatherThanCopy(t *testing.T) {
 				seen[d] = dir
 			}
 		}
+	}
+}
+
+// writeFiles writes body at each path under root; a body starting with #!
+// is executable.
+func writeFiles(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for p, body := range files {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		mode := os.FileMode(0o644)
+		if strings.HasPrefix(body, "#!") {
+			mode = 0o755
+		}
+		if err := os.WriteFile(full, []byte(body), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func imageDigest(t *testing.T, dir string) v1.Hash {
+	t.Helper()
+	img, err := Build(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// A file a release shares rather than copies is packed as the copy would
+// be: same name, bytes and mode, with the directories that hold it, even
+// in a layer made of shared files only (no directory on disk). The image
+// is byte-identical to the one built from copies, and LayerFile and a
+// sibling that references the share-only layer read the one file.
+func TestBuildSharesFilesBetweenReleases(t *testing.T) {
+	root := t.TempDir()
+	v1dir := filepath.Join(root, "v1")
+	writeTree(t, v1dir, time.Now(), 0o644)
+	const layers = `"layers": ["../v1/layers/00-base", "../v1/layers/10-lib", "layers/30-scripts", "layers/40-only"]`
+	own := map[string]string{"layers/30-scripts/scripts/own.sh": "#!/bin/sh\necho v2\n"}
+	copies := map[string]string{
+		"image.json":                            `{"entrypoint": ["/scripts/entry.sh"], "description": "tcpxogen reconstruction v2", ` + layers + `}`,
+		"layers/30-scripts/scripts/entry.sh":    "#!/bin/sh\n",
+		"layers/30-scripts/scripts/profile.sh":  "export A=1\n",
+		"layers/40-only/deep/dir/profile.sh":    "export A=1\n",
+		"layers/40-only/deep/dir/again.sh":      "#!/bin/sh\necho v2\n",
+		"layers/40-only/lib/libnccl.so.2.28.7":  "placeholder\n",
+		"layers/30-scripts/scripts/profile2.sh": "export A=1\n",
+	}
+	maps.Copy(copies, own)
+	shared := map[string]string{
+		"image.json": `{"entrypoint": ["/scripts/entry.sh"], "description": "tcpxogen reconstruction v2", ` + layers + `,
+			"shared_files": {
+				"layers/30-scripts/scripts/entry.sh": "../v1/layers/30-scripts/scripts/entry.sh",
+				"layers/30-scripts/scripts/profile.sh": "../v1/layers/30-scripts/scripts/profile.sh",
+				"layers/30-scripts/scripts/profile2.sh": "../v1/layers/30-scripts/scripts/profile.sh",
+				"layers/40-only/deep/dir/profile.sh": "../v1/layers/30-scripts/scripts/profile.sh",
+				"layers/40-only/deep/dir/again.sh": "layers/30-scripts/scripts/own.sh",
+				"layers/40-only/lib/libnccl.so.2.28.7": "../v1/layers/10-lib/lib/libnccl.so.2.28.7"}}`,
+	}
+	maps.Copy(shared, own)
+	writeFiles(t, filepath.Join(root, "copied", "v2"), copies)
+	v2dir := filepath.Join(root, "v2")
+	writeFiles(t, v2dir, shared)
+	// The copied tree references v1 as ../v1 too.
+	writeTree(t, filepath.Join(root, "copied", "v1"), time.Now(), 0o644)
+
+	if got, want := imageDigest(t, v2dir), imageDigest(t, filepath.Join(root, "copied", "v2")); got != want {
+		t.Fatalf("the tree that shares its files builds %s, the tree that copies them %s; want the same image", got, want)
+	}
+	if _, err := os.Stat(filepath.Join(v2dir, "layers", "40-only")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the share-only layer has a directory on disk (%v); the test needs it absent", err)
+	}
+	dirs, err := LayerDirs(v2dir)
+	if err != nil || len(dirs) != 4 {
+		t.Fatalf("LayerDirs = %v, %v; want the 4 declared, the share-only one among them", dirs, err)
+	}
+	// LayerFromDir, as a caller of LayerDirs uses it, packs the same layer
+	// TreeLayers does.
+	tl, err := TreeLayers(v2dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range dirs {
+		l, err := LayerFromDir(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if layerDigest(t, l) != layerDigest(t, tl[i]) {
+			t.Errorf("LayerFromDir(%s) is not the layer TreeLayers builds", d)
+		}
+	}
+	for name, want := range map[string]string{
+		"scripts/entry.sh":              filepath.Join(v1dir, "layers/30-scripts/scripts/entry.sh"),
+		"deep/dir/profile.sh":           filepath.Join(v1dir, "layers/30-scripts/scripts/profile.sh"),
+		"deep/dir/again.sh":             filepath.Join(v2dir, "layers/30-scripts/scripts/own.sh"),
+		"lib/libnccl.so.2.28.7":         filepath.Join(v1dir, "layers/10-lib/lib/libnccl.so.2.28.7"),
+		"scripts/own.sh":                filepath.Join(v2dir, "layers/30-scripts/scripts/own.sh"),
+		"./scripts/../scripts/entry.sh": filepath.Join(v1dir, "layers/30-scripts/scripts/entry.sh"),
+	} {
+		if got, err := LayerFile(v2dir, name); err != nil || got != want {
+			t.Errorf("LayerFile(v2, %s) = %q, %v; want %q", name, got, err, want)
+		}
+	}
+	// A sibling referencing the share-only layer gets its shared files.
+	v3dir := filepath.Join(root, "v3")
+	writeFiles(t, v3dir, map[string]string{"image.json": `{"entrypoint": ["/x"], "description": "tcpxogen reconstruction v3", "layers": ["../v2/layers/40-only"]}`})
+	l3, err := TreeLayers(v3dir)
+	if err != nil || len(l3) != 1 {
+		t.Fatalf("v3 layers: %v, %v", l3, err)
+	}
+	if layerDigest(t, l3[0]) != layerDigest(t, tl[3]) {
+		t.Error("a sibling referencing a share-only layer builds a different blob")
+	}
+	if got, err := LayerFile(v3dir, "deep/dir/profile.sh"); err != nil || got != filepath.Join(v1dir, "layers/30-scripts/scripts/profile.sh") {
+		t.Errorf("LayerFile(v3, deep/dir/profile.sh) = %q, %v; want v1's file", got, err)
+	}
+}
+
+// Every malformed shared_files entry is refused with the file and what to
+// write.
+func TestSharedFilesRefusals(t *testing.T) {
+	for name, tc := range map[string]struct{ shared, want string }{
+		"key outside layers":    {`{"scripts/x.sh": "../v1/layers/30-scripts/scripts/entry.sh"}`, `write "layers/NAME/PATH"`},
+		"key in a sibling":      {`{"../v1/layers/30-scripts/x.sh": "../v1/layers/30-scripts/scripts/entry.sh"}`, `write "layers/NAME/PATH"`},
+		"key is a layer":        {`{"layers/30-scripts": "../v1/layers/30-scripts/scripts/entry.sh"}`, `write "layers/NAME/PATH"`},
+		"key escapes":           {`{"layers/30-scripts/../../x": "../v1/layers/30-scripts/scripts/entry.sh"}`, `write "layers/NAME/PATH"`},
+		"source escapes":        {`{"layers/30-scripts/x.sh": "../v1/layers/30-scripts/../../../etc/passwd"}`, `write "../RELEASE/layers/NAME/PATH"`},
+		"source absolute":       {`{"layers/30-scripts/x.sh": "/etc/passwd"}`, `write "../RELEASE/layers/NAME/PATH"`},
+		"source missing":        {`{"layers/30-scripts/x.sh": "../v1/layers/30-scripts/scripts/gone.sh"}`, `not a file of that tree`},
+		"source is a directory": {`{"layers/30-scripts/x": "../v1/layers/30-scripts/scripts"}`, `not a file of that tree`},
+		"source is a symlink":   {`{"layers/30-scripts/x": "../v1/layers/10-lib/lib/libnccl.so.2"}`, `not a file of that tree`},
+		"shared with itself":    {`{"layers/30-scripts/scripts/entry.sh": "layers/30-scripts/scripts/entry.sh"}`, `with itself`},
+		"copy kept":             {`{"layers/30-scripts/scripts/entry.sh": "../v1/layers/30-scripts/scripts/entry.sh"}`, `holds a copy`},
+		"file inside shared":    {`{"layers/30-scripts/a": "../v1/layers/30-scripts/scripts/entry.sh", "layers/30-scripts/a/b": "../v1/layers/30-scripts/scripts/entry.sh"}`, `and one inside it`},
+		"layer not listed":      {`{"layers/99-new/x.sh": "../v1/layers/30-scripts/scripts/entry.sh"}`, `99-new is not in "layers"`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			root := t.TempDir()
+			writeTree(t, filepath.Join(root, "v1"), time.Now(), 0o644)
+			dir := filepath.Join(root, "v2")
+			writeTree(t, dir, time.Now(), 0o644)
+			cfg := `{"entrypoint": ["/scripts/entry.sh"], "description": "tcpxogen reconstruction under test",
+				"layers": ["layers/00-base", "layers/10-lib", "layers/30-scripts"], "shared_files": ` + tc.shared + `}`
+			if err := os.WriteFile(filepath.Join(dir, ConfigFile), []byte(cfg), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range []func() error{
+				func() error { _, err := LayerDirs(dir); return err },
+				func() error { _, err := Build(dir); return err },
+				func() error { _, err := LayerFromDir(filepath.Join(dir, LayersDir, "30-scripts")); return err },
+			} {
+				err := f()
+				if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), ConfigFile) {
+					t.Fatalf("err = %v, want one naming %s and %q", err, ConfigFile, tc.want)
+				}
+			}
+		})
 	}
 }
