@@ -1,9 +1,9 @@
 // Package reconstruction builds the bundled stand-ins for Google's NCCL plugin
 // installer and tcpxo-daemon images from source trees under testdata/ (one
-// per release, each declaring its layer order; shared layers referenced), and
-// synthetic base layers that give it the bulk of the real CUDA devel base. It
-// does not decide what the trees contain (the facts do) nor serve them
-// (registrytest, extract's testdata source).
+// per release, each declaring its layer order; shared layers and files
+// referenced), and synthetic base layers that give it the bulk of the real
+// CUDA devel base. It does not decide what the trees contain (the facts do)
+// nor serve them (registrytest, extract's testdata source).
 //
 // The build is reproducible: the same tree gives the same image digest on
 // every machine, so the digest recorded in generated provenance is a fact a
@@ -43,7 +43,8 @@ var Epoch = time.Unix(0, 0).UTC()
 // LayersDir is where, inside a release's source tree, the layers that
 // release introduces live, one directory each. The tree's image config
 // declares the whole layer order, and a layer the release shares with
-// another release is referenced in that release's tree, never copied.
+// another release is referenced in that release's tree, never copied; so
+// is a file (Config.SharedFiles).
 const LayersDir = "layers"
 
 // ConfigFile is the name, inside a source tree, of the image config the
@@ -64,15 +65,15 @@ type Config struct {
 	// Description becomes the org.opencontainers.image.description label; it
 	// must say the image is a reconstruction.
 	Description string `json:"description"`
-	// SharedFiles lists the files of this release's own layers that live
-	// in another layer's directory: it maps where the file sits in this
-	// release, "layers/NAME/PATH", to where it lives,
+	// SharedFiles lists the files (or symlinks) of this release's own
+	// layers that live in another layer's directory: it maps where the
+	// file sits in this release, "layers/NAME/PATH", to where it lives,
 	// "../RELEASE/layers/NAME/PATH" in the sibling release that has it (or
 	// "layers/NAME/PATH" in another of this release's own layers). The
 	// layer is packed as if the file were copied there (same name, bytes
 	// and mode), so sharing a file never changes a digest, and a file two
-	// layers hold alike is written once. A layer may hold shared files only;
-	// its directory then does not exist.
+	// layers hold alike is written once. A layer may hold shared files
+	// only; its directory then does not exist.
 	SharedFiles map[string]string `json:"shared_files,omitempty"`
 }
 
@@ -264,8 +265,9 @@ func ownLayers(dir string) ([]string, error) {
 
 // sharedFiles checks the shared_files of the tree at dir and returns them by
 // the own layer they are shared into: path inside the layer to file on disk.
-// A shared file must be a regular file where the reference points, and the
-// tree must not hold a copy of its own where the file is shared to.
+// A shared file must be a regular file or a symlink (packed as the link it
+// is) where the reference points, and the tree must not hold a copy of its
+// own where the file is shared to.
 func sharedFiles(dir string, cfg Config) (map[string]map[string]string, error) {
 	conf := filepath.Join(dir, ConfigFile)
 	out := map[string]map[string]string{}
@@ -282,8 +284,8 @@ func sharedFiles(dir string, cfg Config) (map[string]map[string]string, error) {
 			return nil, fmt.Errorf("%s: shared_files[%q] shares the file with itself", conf, dest)
 		}
 		p := filepath.Join(dir, filepath.FromSlash(src))
-		if st, err := os.Lstat(p); err != nil || !st.Mode().IsRegular() {
-			return nil, fmt.Errorf("%s: shared_files[%q] is %q, which is not a file of that tree (a shared file lives once, as a plain file, in the layer that has it)", conf, dest, src)
+		if st, err := os.Lstat(p); err != nil || !st.Mode().IsRegular() && st.Mode()&fs.ModeSymlink == 0 {
+			return nil, fmt.Errorf("%s: shared_files[%q] is %q, which is not a file of that tree (a shared file lives once, as a file or a symlink, in the layer that has it)", conf, dest, src)
 		}
 		switch _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(dest))); {
 		case err == nil:

@@ -2,6 +2,7 @@ package reconstruction
 
 import (
 	"archive/tar"
+	"crypto/sha256"
 	"errors"
 	"io"
 	"io/fs"
@@ -292,12 +293,15 @@ func TestBundledTreesShareRatherThanCopy(t *testing.T) {
 				t.Error(err)
 				continue
 			}
-			own, err := ownLayers(tree)
+			tr, err := loadTree(tree)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, name := range own {
-				dir := filepath.Join(tree, LayersDir, name)
+			for _, tl := range tr.layers {
+				if !tl.own {
+					continue
+				}
+				dir := tl.dir
 				l, err := LayerFromDir(dir)
 				if err != nil {
 					t.Fatal(err)
@@ -347,10 +351,10 @@ func imageDigest(t *testing.T, dir string) v1.Hash {
 	return d
 }
 
-// A file a release shares rather than copies is packed as the copy would
-// be: same name, bytes and mode, with the directories that hold it, even
-// in a layer made of shared files only (no directory on disk). The image
-// is byte-identical to the one built from copies, and LayerFile and a
+// A file (or symlink) a release shares rather than copies is packed as the
+// copy would be: same name, bytes and mode, with the directories that hold
+// it, even in a layer made of shared files only (no directory on disk). The
+// image is byte-identical to the one built from copies, and LayerFile and a
 // sibling that references the share-only layer read the one file.
 func TestBuildSharesFilesBetweenReleases(t *testing.T) {
 	root := t.TempDir()
@@ -368,6 +372,13 @@ func TestBuildSharesFilesBetweenReleases(t *testing.T) {
 		"layers/30-scripts/scripts/profile2.sh": "export A=1\n",
 	}
 	maps.Copy(copies, own)
+	// The copying tree's symlink, as writeTree makes v1's.
+	linkTo := func(dir string) {
+		t.Helper()
+		if err := os.Symlink("libnccl.so.2.28.7", filepath.Join(dir, "layers/40-only/lib/libnccl.so.2")); err != nil {
+			t.Fatal(err)
+		}
+	}
 	shared := map[string]string{
 		"image.json": `{"entrypoint": ["/scripts/entry.sh"], "description": "tcpxogen reconstruction v2", ` + layers + `,
 			"shared_files": {
@@ -376,10 +387,12 @@ func TestBuildSharesFilesBetweenReleases(t *testing.T) {
 				"layers/30-scripts/scripts/profile2.sh": "../v1/layers/30-scripts/scripts/profile.sh",
 				"layers/40-only/deep/dir/profile.sh": "../v1/layers/30-scripts/scripts/profile.sh",
 				"layers/40-only/deep/dir/again.sh": "layers/30-scripts/scripts/own.sh",
-				"layers/40-only/lib/libnccl.so.2.28.7": "../v1/layers/10-lib/lib/libnccl.so.2.28.7"}}`,
+				"layers/40-only/lib/libnccl.so.2.28.7": "../v1/layers/10-lib/lib/libnccl.so.2.28.7",
+				"layers/40-only/lib/libnccl.so.2": "../v1/layers/10-lib/lib/libnccl.so.2"}}`,
 	}
 	maps.Copy(shared, own)
 	writeFiles(t, filepath.Join(root, "copied", "v2"), copies)
+	linkTo(filepath.Join(root, "copied", "v2"))
 	v2dir := filepath.Join(root, "v2")
 	writeFiles(t, v2dir, shared)
 	// The copied tree references v1 as ../v1 too.
@@ -415,6 +428,7 @@ func TestBuildSharesFilesBetweenReleases(t *testing.T) {
 		"deep/dir/profile.sh":           filepath.Join(v1dir, "layers/30-scripts/scripts/profile.sh"),
 		"deep/dir/again.sh":             filepath.Join(v2dir, "layers/30-scripts/scripts/own.sh"),
 		"lib/libnccl.so.2.28.7":         filepath.Join(v1dir, "layers/10-lib/lib/libnccl.so.2.28.7"),
+		"lib/libnccl.so.2":              filepath.Join(v1dir, "layers/10-lib/lib/libnccl.so.2"),
 		"scripts/own.sh":                filepath.Join(v2dir, "layers/30-scripts/scripts/own.sh"),
 		"./scripts/../scripts/entry.sh": filepath.Join(v1dir, "layers/30-scripts/scripts/entry.sh"),
 	} {
@@ -449,7 +463,6 @@ func TestSharedFilesRefusals(t *testing.T) {
 		"source absolute":       {`{"layers/30-scripts/x.sh": "/etc/passwd"}`, `write "../RELEASE/layers/NAME/PATH"`},
 		"source missing":        {`{"layers/30-scripts/x.sh": "../v1/layers/30-scripts/scripts/gone.sh"}`, `not a file of that tree`},
 		"source is a directory": {`{"layers/30-scripts/x": "../v1/layers/30-scripts/scripts"}`, `not a file of that tree`},
-		"source is a symlink":   {`{"layers/30-scripts/x": "../v1/layers/10-lib/lib/libnccl.so.2"}`, `not a file of that tree`},
 		"shared with itself":    {`{"layers/30-scripts/scripts/entry.sh": "layers/30-scripts/scripts/entry.sh"}`, `with itself`},
 		"copy kept":             {`{"layers/30-scripts/scripts/entry.sh": "../v1/layers/30-scripts/scripts/entry.sh"}`, `holds a copy`},
 		"file inside shared":    {`{"layers/30-scripts/a": "../v1/layers/30-scripts/scripts/entry.sh", "layers/30-scripts/a/b": "../v1/layers/30-scripts/scripts/entry.sh"}`, `and one inside it`},
@@ -477,4 +490,95 @@ func TestSharedFilesRefusals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The bundled trees: a file two layers hold alike, two releases' layers or
+// two of one release's, lives once, and the other layer shares it
+// (shared_files in its image.json), so the copies cannot drift apart
+// unseen and the tree shows which releases have the same file. Alike means
+// the same bytes and executable bit, what a shared file is packed with, or
+// for a symlink the same target at the same place in its layer (two links
+// to one file in one layer are two names, not a copy). Empty files (whiteouts) are exempt: their
+// name is what they say. And no symlink on disk dangles (its target shared
+// into the layer, not held): whatever walks a tree and reads its files
+// would fail on it; share the link with its target.
+func TestBundledTreesShareFilesRatherThanCopy(t *testing.T) {
+	type content struct {
+		link bool
+		sum  [sha256.Size]byte // of the bytes, or of a symlink's place and target
+		exec bool
+	}
+	for _, kind := range []string{"installer", "daemon"} {
+		trees, err := filepath.Glob(filepath.Join("..", "..", "testdata", kind, "v*"))
+		if err != nil || len(trees) < 2 {
+			t.Fatalf("%s trees: %v (%v)", kind, trees, err)
+		}
+		seen := map[content]string{} // the first layer file with the content, repo-relative
+		files := 0
+		for _, tree := range trees {
+			err := filepath.WalkDir(filepath.Join(tree, LayersDir), func(p string, d fs.DirEntry, err error) error {
+				if errors.Is(err, fs.ErrNotExist) && p == filepath.Join(tree, LayersDir) {
+					return nil // a tree that owns no layer
+				}
+				if err != nil || d.IsDir() {
+					return err
+				}
+				rel := repoPath(p)
+				var c content
+				switch {
+				case d.Type()&fs.ModeSymlink != 0:
+					target, err := os.Readlink(p)
+					if err != nil {
+						return err
+					}
+					if _, err := os.Stat(p); err != nil {
+						t.Errorf("%s -> %s dangles on disk (%v): share the link too, where its target is shared from", rel, target, err)
+					}
+					inLayer, _ := filepath.Rel(filepath.Join(tree, LayersDir), p)
+					_, inLayer, _ = strings.Cut(filepath.ToSlash(inLayer), "/")
+					c = content{link: true, sum: sha256.Sum256([]byte(inLayer + "\x00" + target))}
+				case d.Type().IsRegular():
+					info, err := d.Info()
+					if err != nil || info.Size() == 0 {
+						return err
+					}
+					body, err := os.ReadFile(p)
+					if err != nil {
+						return err
+					}
+					c = content{sum: sha256.Sum256(body), exec: info.Mode()&0o111 != 0}
+				default:
+					return nil
+				}
+				files++
+				prev, ok := seen[c]
+				if !ok {
+					seen[c] = rel
+					return nil
+				}
+				// What to write in this tree's image.json instead of the copy.
+				inTree, _ := filepath.Rel(tree, p)
+				src, _ := filepath.Rel(tree, filepath.Join("..", "..", filepath.FromSlash(prev)))
+				what := "a byte-identical copy of"
+				if c.link {
+					what = "the same symlink as"
+				}
+				t.Errorf("%s is %s %s: delete it and share the file, in %s \"shared_files\": {%q: %q}",
+					rel, what, prev, repoPath(filepath.Join(tree, ConfigFile)), filepath.ToSlash(inTree), filepath.ToSlash(src))
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if files == 0 {
+			t.Fatalf("%s trees: read no layer file; the walk is broken", kind)
+		}
+	}
+}
+
+// repoPath is p, relative to this package's directory, as a repo-relative
+// slash path for messages.
+func repoPath(p string) string {
+	return filepath.ToSlash(strings.TrimPrefix(filepath.Clean(p), filepath.Join("..", "..")+string(filepath.Separator)))
 }
