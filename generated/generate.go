@@ -9,7 +9,11 @@
 //     and each validators/realize/trainer-*.mod's) from the module cache into
 //     validators/linkedtrainer/crds, which the binary embeds; the schema
 //     proof behind the goldens and docs validates against them.
-//  1. generate is the one pipeline run (package pipeline): it extracts the
+//  1. placeholders writes the placeholder libraries of the bundled
+//     reconstructions (testdata/installer, testdata/daemon: the ELF shared
+//     objects standing in for the plugin .so files) from each tree's
+//     needed.json, so the trees the next step may extract from are current.
+//  2. generate is the one pipeline run (package pipeline): it extracts the
 //     facts from the source the committed provenance records, emits
 //     generated/tcpxo, and renders every golden and generated page from the
 //     fresh facts, writing them all or nothing. It links nothing compiled
@@ -44,6 +48,7 @@ const (
 )
 
 //go:generate go run ../tools/copycrds
+//go:generate go run ../tools/placeholders ../testdata/installer ../testdata/daemon
 //go:generate go run ../tools/generate
 //go:generate go run ../tools/compat --out ../validators/realize/testdata/compat-v2.2.0.json --crd-defaults ../validators/realize/crddefaults/v2.2.0.json
 //go:generate go run -modfile=../validators/realize/trainer-v2.3.0.mod ../tools/compat --out ../validators/realize/testdata/compat-v2.3.0.json --crd-defaults ../validators/realize/crddefaults/v2.3.0.json

@@ -3,17 +3,14 @@ package reconstruction
 import (
 	"bytes"
 	"debug/elf"
-	"encoding/json"
-	"flag"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 )
-
-var updateLibraries = flag.Bool("update-libraries", false, "rewrite the bundled trees' placeholder libraries from their needed.json")
 
 func TestSharedObjectReadsBack(t *testing.T) {
 	needed := []string{"libcudart.so.12", "libc.so.6", "libc.so.6"}
@@ -46,13 +43,16 @@ func TestSharedObjectReadsBack(t *testing.T) {
 
 // The bundled trees' plugin libraries are ELF shared objects written from the
 // DT_NEEDED lists their needed.json declares (our belief of each release's
-// lists), and every shared object a tree owns is declared there: no text
-// placeholder is left for extraction to refuse.
+// lists), committed as `go generate ./...` writes them (Placeholders, through
+// tools/placeholders); and every shared object a tree holds is declared
+// there: no text placeholder is left for extraction to refuse. A library a
+// tree shares is declared by the tree that holds it.
 func TestPlaceholderLibraries(t *testing.T) {
 	trees, err := filepath.Glob(filepath.Join("..", "..", "testdata", "installer", "v*"))
 	if err != nil || len(trees) == 0 {
 		t.Fatalf("installer trees: %v (%v)", trees, err)
 	}
+	total := 0
 	for _, tree := range trees {
 		var own []string
 		err := filepath.WalkDir(filepath.Join(tree, LayersDir), func(p string, d fs.DirEntry, err error) error {
@@ -68,53 +68,106 @@ func TestPlaceholderLibraries(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		data, err := os.ReadFile(filepath.Join(tree, "needed.json"))
-		if os.IsNotExist(err) && len(own) == 0 {
-			continue // a tree that owns no library shares its sibling's
+		if n, ok, err := LoadNeeded(tree); err != nil {
+			t.Fatal(err)
+		} else if ok && !strings.Contains(n.About, "belief") {
+			t.Errorf("%s/%s must say the lists are our belief", tree, NeededFile)
 		}
+		libs, err := Placeholders(tree)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var doc struct {
-			About  string              `json:"about"`
-			Needed map[string][]string `json:"needed"`
-		}
-		if err := json.Unmarshal(data, &doc); err != nil {
-			t.Fatalf("%s/needed.json: %v", tree, err)
-		}
-		if !strings.Contains(doc.About, "belief") {
-			t.Errorf("%s/needed.json must say the lists are our belief", tree)
-		}
-		declared := slices.Sorted(func(yield func(string) bool) {
-			for k := range doc.Needed {
-				if !yield(k) {
-					return
-				}
-			}
-		})
+		declared := slices.Sorted(maps.Keys(libs))
 		slices.Sort(own)
 		if !slices.Equal(declared, own) {
-			t.Errorf("%s: needed.json declares %v, the tree's layers hold %v", tree, declared, own)
+			t.Errorf("%s: %s declares %v, the tree's layers hold %v", tree, NeededFile, declared, own)
 		}
 		for _, rel := range declared {
-			want, err := SharedObject(filepath.Base(rel), doc.Needed[rel])
-			if err != nil {
-				t.Fatal(err)
-			}
+			total++
 			p := filepath.Join(tree, filepath.FromSlash(rel))
-			if *updateLibraries {
-				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(p, want, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				continue
-			}
 			got, err := os.ReadFile(p)
-			if err != nil || !bytes.Equal(got, want) {
-				t.Errorf("%s is not the shared object needed.json declares (%v): run go test ./internal/reconstruction -run TestPlaceholderLibraries -update-libraries", p, err)
+			if err != nil || !bytes.Equal(got, libs[rel]) {
+				t.Errorf("%s is not the shared object %s declares (%v): run go generate ./... (or go run ./tools/placeholders testdata/installer testdata/daemon)", p, NeededFile, err)
 			}
 		}
+	}
+	if total == 0 {
+		t.Fatal("no tree declares a placeholder library; the check checked nothing")
+	}
+}
+
+// WritePlaceholders writes what Placeholders renders, only where the bytes
+// differ, and writes nothing when a tree's needed.json is wrong.
+func TestWritePlaceholders(t *testing.T) {
+	root := t.TempDir()
+	write := func(p, body string) {
+		t.Helper()
+		full := filepath.Join(root, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := func(layers, shared string) string {
+		return `{"entrypoint": ["/e"], "description": "tcpxogen reconstruction under test", "layers": ` + layers + `, "shared_files": ` + shared + `}`
+	}
+	write("v1/image.json", cfg(`["layers/70-plugin", "layers/80-pre"]`, `{}`))
+	write("v1/layers/80-pre/plugins/a3plus.textproto", "# placeholder\n")
+	write("v1/needed.json", `{"about": "our belief", "needed": {
+		"layers/70-plugin/plugins/libnccl-net.so": ["libcudart.so.12", "libc.so.6"],
+		"layers/80-pre/plugins/libnccl-tuner.so": ["libc.so.6"]}}`)
+	write("v2/image.json", cfg(`["../v1/layers/70-plugin", "layers/80-pre"]`, `{"layers/80-pre/plugins/libnccl-tuner.so": "../v1/layers/80-pre/plugins/libnccl-tuner.so"}`))
+	write("v2/layers/80-pre/plugins/a3plus.textproto", "# placeholder v2\n")
+	write("notes/README.md", "not a tree\n")
+	write("GUIDE.md", "not a tree\n")
+
+	got, err := WritePlaceholders(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Join(root, "v1/layers/70-plugin/plugins/libnccl-net.so"), filepath.Join(root, "v1/layers/80-pre/plugins/libnccl-tuner.so")}
+	if !slices.Equal(got, want) {
+		t.Fatalf("wrote %v, want %v", got, want)
+	}
+	so, err := os.ReadFile(want[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, err := elf.NewFile(bytes.NewReader(so)); err != nil {
+		t.Fatal(err)
+	} else if needed, _ := f.DynString(elf.DT_NEEDED); !slices.Equal(needed, []string{"libcudart.so.12", "libc.so.6"}) {
+		t.Errorf("DT_NEEDED = %v", needed)
+	}
+	// The v2 image packs v1's library where it shares it.
+	if _, err := Build(filepath.Join(root, "v2")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := WritePlaceholders(root); err != nil || len(got) != 0 {
+		t.Fatalf("second run wrote %v, %v; want nothing", got, err)
+	}
+	write("v1/layers/80-pre/plugins/libnccl-tuner.so", "stale\n")
+	if got, err := WritePlaceholders(root); err != nil || !slices.Equal(got, want[1:]) {
+		t.Fatalf("after a hand edit wrote %v, %v; want %v", got, err, want[1:])
+	}
+
+	for name, tc := range map[string]struct{ needed, want string }{
+		"shared library": {`{"layers/80-pre/plugins/libnccl-tuner.so": ["libc.so.6"]}`, `is shared from ../v1/layers/80-pre/plugins/libnccl-tuner.so`},
+		"outside layers": {`{"plugins/libx.so": ["libc.so.6"]}`, `write "layers/NAME/PATH"`},
+		"in a sibling":   {`{"../v1/layers/80-pre/plugins/libx.so": ["libc.so.6"]}`, `write "layers/NAME/PATH"`},
+		"empty soname":   {`{"layers/80-pre/plugins/libx.so": [""]}`, `empty or holds a NUL`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			write("v2/needed.json", `{"about": "our belief", "needed": `+tc.needed+`}`)
+			write("v1/layers/70-plugin/plugins/libnccl-net.so", "stale\n")
+			_, err := WritePlaceholders(root)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), NeededFile) {
+				t.Fatalf("err = %v, want one naming %s and %q", err, NeededFile, tc.want)
+			}
+			if b, _ := os.ReadFile(filepath.Join(root, "v1/layers/70-plugin/plugins/libnccl-net.so")); string(b) != "stale\n" {
+				t.Error("a tree's library was written although another tree's needed.json is wrong")
+			}
+		})
 	}
 }

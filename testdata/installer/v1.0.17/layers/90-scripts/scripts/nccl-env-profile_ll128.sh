@@ -1,1 +1,0 @@
-nccl-env-profile.sh
