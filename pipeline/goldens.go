@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"maps"
+	"path"
 
 	"github.com/tcpxogen/tcpxogen/internal/emit"
 	"github.com/tcpxogen/tcpxogen/pipeline/docgen"
@@ -59,10 +60,27 @@ func Render(root string, in *runtimes.Inputs) (map[string][]byte, error) {
 }
 
 // Elsewhere are the generated artefacts another `go generate` directive
-// writes, with that directive: they come from a binary this package cannot
-// link (the CLI's own help texts) or from the module cache. With Render's
-// keys and generated/ they are every generated file of the tree; the orphan
-// test holds the tree to that.
+// writes (see generated/generate.go), as path patterns (path.Match) with
+// the directive: they come from binaries this package cannot link (the
+// CLI's own help texts; the realization matrix, which links every trainer
+// version in turn) or from the module cache. With Render's keys and
+// generated/ they are every generated file of the tree; the orphan test
+// holds the tree to that.
 var Elsewhere = map[string]string{
-	"docs/commands.md": "tools/tcpxogen/generate.go (tcpxogen help --markdown)",
+	"docs/commands.md":                           "tools/tcpxogen/generate.go: tcpxogen help --markdown",
+	"validators/linkedtrainer/crds/*/*.yaml":     "generated/generate.go: tools/copycrds",
+	"testdata/installer/*/layers/*/plugins/*.so": "generated/generate.go: tools/placeholders (each tree's needed.json)",
+	"validators/realize/testdata/compat-*.json":  "generated/generate.go: tools/compat, once per trainer version",
+	"validators/realize/crddefaults/*.json":      "generated/generate.go: tools/compat --crd-defaults, once per trainer version",
+}
+
+// GeneratedElsewhere reports whether a repo-relative path is one of
+// Elsewhere's artefacts.
+func GeneratedElsewhere(rel string) bool {
+	for pattern := range Elsewhere {
+		if ok, _ := path.Match(pattern, rel); ok {
+			return true
+		}
+	}
+	return false
 }

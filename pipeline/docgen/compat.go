@@ -54,7 +54,7 @@ func CompatMarkdown(reports []CompatReport) []byte {
 	w("`bin/tcpxogen-trainer-v2.3.0` for v2.3.0; `make build` writes both). This matrix is what each build\n")
 	w("realized for the cases below, and each build's regression test.\n\n")
 	w("The data is the realization suites' reports of both trainer versions (`validators/realize/testdata/compat-*.json`,\n")
-	w("checked by `make test` and rewritten with `-update`); `go generate ./...` renders this page from them.\n\n")
+	w("written by `tools/compat` and checked by `make test`); `go generate ./...` rewrites them and renders this page from them.\n\n")
 	header := make([]string, 0, 2*len(versions))
 	for _, v := range versions {
 		header = append(header, "wiring on "+v)

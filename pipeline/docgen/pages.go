@@ -39,7 +39,7 @@ const compatGlob = "validators/realize/testdata/compat-*.json"
 func compatPage(root string) ([]byte, error) {
 	paths, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(compatGlob)))
 	if err != nil || len(paths) == 0 {
-		return nil, fmt.Errorf("no realization matrices match %s: run the realize suite with -update", compatGlob)
+		return nil, fmt.Errorf("no realization matrices match %s: run go generate ./... (tools/compat writes them)", compatGlob)
 	}
 	var reports []CompatReport
 	for _, p := range paths {
