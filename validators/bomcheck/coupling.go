@@ -7,8 +7,9 @@
 // it judges exactly what would ship from that tree. It owns the checks and
 // their report, not the rules they apply (internal/fabric; package bom for
 // the release rules bump, review and render apply too: the differences from
-// the published NCCL list, the plugin libraries' CUDA binding) nor the
-// artefacts they compare (goldens, runtimes).
+// the published NCCL list, the plugin libraries' CUDA binding; the retired
+// daemon flags are release data in bom/releases.yaml) nor the artefacts they
+// compare (goldens, runtimes).
 package bomcheck
 
 import (

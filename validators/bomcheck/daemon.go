@@ -8,45 +8,23 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/generated"
 	"github.com/tcpxogen/tcpxogen/internal/excerpt"
 	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 )
 
-// daemonFlags are tcpxo-daemon flags a release retired or rejects, from
-// the daemon release (from, "" for every pinned one) that does. Sources:
-// Google's release notes for --num_nics; the round-3 facts (NVCRE's
-// catalog, daemon >= v1.0.21) for the others.
-var daemonFlags = []struct {
-	flag, from string
-	// fatal: the daemon exits at start on it, not merely ignores it.
-	fatal bool
-	note  string
-}{
-	{"--num_nics", "", false, "retired in installer v1.0.14 / daemon v1.0.20 (accepted, no effect)"},
-	{"--uid", "v1.0.21", false, "retired from daemon v1.0.21 (the daemon logs an error; the flag has no effect)"},
-	{"--alsologtostderr", "v1.0.21", false, "retired from daemon v1.0.21 (the daemon logs an error; the flag has no effect)"},
-	{"--enforce_kernel_ipv6_support", "v1.0.21", true, "rejected from daemon v1.0.21: the daemon exits before its receive path starts, so the pod never reaches the fabric"},
-}
-
-// daemonAtLeast reports whether the pinned daemon tag is at least from. An
-// unreadable tag applies every rule: a flag is refused rather than let by.
-func daemonAtLeast(pinned, from string) bool {
-	if from == "" {
-		return true
-	}
-	var a, b [3]int
-	if _, err := fmt.Sscanf(pinned, "v%d.%d.%d", &a[0], &a[1], &a[2]); err != nil {
-		return true
-	}
-	if _, err := fmt.Sscanf(from, "v%d.%d.%d", &b[0], &b[1], &b[2]); err != nil {
-		return true
-	}
-	return slices.Compare(a[:], b[:]) >= 0
-}
-
+// checkRetiredFlags holds every daemon container's arguments to the retired
+// daemon flags of bom/releases.yaml that apply to the pinned daemon (all of
+// them when its tag does not read as a release).
 func checkRetiredFlags(_ context.Context, t *Tree) Result {
+	if r := need([]string{bom.ReleasesRepoPath}, t.ReleasesErr); r != nil {
+		return *r
+	}
+	if len(t.Releases.RetiredDaemonFlags) == 0 {
+		return Result{Status: Empty, Message: "no retired daemon flags in " + bom.ReleasesRepoPath + ": nothing to hold the daemon's arguments to", Files: []string{bom.ReleasesRepoPath}}
+	}
 	files := ManifestFiles
 	var problems []string
 	daemonRepo, daemonTag := "", ""
@@ -56,6 +34,7 @@ func checkRetiredFlags(_ context.Context, t *Tree) Result {
 	if t.Generated != nil {
 		daemonTag = t.Generated.DaemonVersion
 	}
+	retired := t.Releases.RetiredDaemonFlagsFor(daemonTag)
 	n, fatal := 0, false
 	for _, m := range t.Manifests {
 		for _, o := range m.Objects {
@@ -66,13 +45,10 @@ func checkRetiredFlags(_ context.Context, t *Tree) Result {
 				}
 				n++
 				for _, arg := range append(stringList(c["command"]), stringList(c["args"])...) {
-					for _, df := range daemonFlags {
-						if !daemonAtLeast(daemonTag, df.from) {
-							continue
-						}
-						if arg == df.flag || strings.HasPrefix(arg, df.flag+"=") || strings.Contains(arg, " "+df.flag) {
-							fatal = fatal || df.fatal
-							problems = append(problems, fmt.Sprintf("%s %s/%s %s: %s is %s", m.Path, o.GetKind(), o.GetName(), where, excerpt.Quote(arg), df.note))
+					for _, df := range retired {
+						if df.In(arg) {
+							fatal = fatal || df.Fatal
+							problems = append(problems, fmt.Sprintf("%s %s/%s %s: %s is %s", m.Path, o.GetKind(), o.GetName(), where, excerpt.Quote(arg), df.Note))
 						}
 					}
 				}
