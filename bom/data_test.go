@@ -149,3 +149,27 @@ func TestRealNCCLConfigs(t *testing.T) {
 		}
 	}
 }
+
+// The retired daemon flags are release data with their sources: Google's
+// release notes for --num_nics (retired in installer v1.0.14 / daemon
+// v1.0.20, for every pinned daemon), the round-3 facts (NVCRE's catalog,
+// daemon >= v1.0.21) for the flags v1.0.21 retired or rejects.
+func TestRealRetiredDaemonFlags(t *testing.T) {
+	_, r := loadReal(t)
+	const notes, round3 = "Google's release notes", "the round-3 facts (NVCRE's catalog, daemon >= v1.0.21)"
+	want := map[string]RetiredDaemonFlag{
+		"--num_nics":                    {From: "", Fatal: false, Source: notes},
+		"--uid":                         {From: "v1.0.21", Fatal: false, Source: round3},
+		"--alsologtostderr":             {From: "v1.0.21", Fatal: false, Source: round3},
+		"--enforce_kernel_ipv6_support": {From: "v1.0.21", Fatal: true, Source: round3},
+	}
+	if len(r.RetiredDaemonFlags) != len(want) {
+		t.Errorf("%d retired daemon flags, want %d", len(r.RetiredDaemonFlags), len(want))
+	}
+	for _, f := range r.RetiredDaemonFlags {
+		w, ok := want[f.Flag]
+		if !ok || f.From != w.From || f.Fatal != w.Fatal || f.Source != w.Source {
+			t.Errorf("%s: from %q, fatal %v, source %q; want %+v", f.Flag, f.From, f.Fatal, f.Source, w)
+		}
+	}
+}

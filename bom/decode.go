@@ -220,6 +220,7 @@ var tagWords = map[string]string{
 var kindFixes = map[reflect.Kind]struct{ want, fix string }{
 	reflect.String: {"a single value", "write a single value on this line, quoted if it contains ': ' or starts with a YAML special character"},
 	reflect.Int:    {"a whole number", "write a whole number, e.g. 12"},
+	reflect.Bool:   {"true or false", "write true or false, unquoted"},
 	reflect.Slice:  {"a list", "write it as a list, one entry per line starting with '- '"},
 	reflect.Struct: {"a mapping", "write it as key: value lines"},
 }

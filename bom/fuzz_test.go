@@ -78,5 +78,12 @@ func FuzzParseReleases(f *testing.F) {
 				t.Fatalf("accepted config %+v", c)
 			}
 		}
+		flags := map[string]bool{}
+		for _, f := range r.RetiredDaemonFlags {
+			if !strings.HasPrefix(f.Flag, "--") || strings.Contains(f.Flag, "=") || flags[f.Flag] || f.Note == "" || f.Source == "" {
+				t.Fatalf("accepted retired flag %+v", f)
+			}
+			flags[f.Flag] = true
+		}
 	})
 }

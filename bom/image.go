@@ -23,8 +23,8 @@ type Image struct {
 	// not a tag, is the record of what the digest is.
 	Source string `yaml:"source,omitempty"`
 	// CUDAMajor is the CUDA major the image's libraries are built for; the
-	// worker image must declare it, because the NCCL plugin loads libcudart
-	// of the installer's CUDA major from the workload image.
+	// worker image must declare it, because the NCCL plugin loads the
+	// libcudart its libraries need (PluginCUDA) from the workload image.
 	CUDAMajor int `yaml:"cudaMajor,omitempty"`
 
 	// Parsed parts, filled by the loader and NewImage.

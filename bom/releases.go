@@ -21,6 +21,9 @@ type Releases struct {
 	// NCCLConfigs are the NCCL environment lists the release notes publish,
 	// per installer version.
 	NCCLConfigs []NCCLConfig `yaml:"ncclConfigs"`
+	// RetiredDaemonFlags are the tcpxo-daemon flags a daemon release retired
+	// or rejects, each with the release it applies from and its source.
+	RetiredDaemonFlags []RetiredDaemonFlag `yaml:"retiredDaemonFlags"`
 
 	// Path is the file the data was loaded from (the name given to ParseReleases).
 	Path string `yaml:"-"`
@@ -338,6 +341,8 @@ func (r *Releases) validate(c *checker) {
 			c.require(ep.key("value"), env.Value, fmt.Sprintf("set the value published for %s, quoted", env.Name))
 		}
 	}
+
+	r.validateRetiredDaemonFlags(c)
 }
 
 // tag requires v to be a well-formed image tag.

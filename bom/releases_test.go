@@ -29,6 +29,13 @@ ncclConfigs:
   - installer: v1.0.14
     source: assumed
     env: *env
+retiredDaemonFlags:
+  - {flag: --num_nics, fatal: false, note: "retired (accepted, no effect)", source: Google's release notes}
+  - flag: --enforce_kernel_ipv6_support
+    from: v1.0.21
+    fatal: true
+    note: "rejected from daemon v1.0.21: the daemon exits"
+    source: the round-3 facts
 `
 
 func TestParseReleasesAcceptsFixture(t *testing.T) {
@@ -42,6 +49,19 @@ func TestParseReleasesAcceptsFixture(t *testing.T) {
 	c, ok := r.ConfigFor("v1.0.14")
 	if !ok || len(c.Env) != 2 || c.Env[1] != (facts.EnvVar{Name: "NCCL_NVLS_ENABLE", Value: "1"}) {
 		t.Errorf("ConfigFor(v1.0.14) through an alias = %+v, %v", c, ok)
+	}
+	want := []RetiredDaemonFlag{
+		{Flag: "--num_nics", Note: "retired (accepted, no effect)", Source: "Google's release notes"},
+		{Flag: "--enforce_kernel_ipv6_support", From: "v1.0.21", Fatal: true, Note: "rejected from daemon v1.0.21: the daemon exits", Source: "the round-3 facts"},
+	}
+	if !slices.Equal(r.RetiredDaemonFlags, want) {
+		t.Errorf("RetiredDaemonFlags = %+v, want %+v", r.RetiredDaemonFlags, want)
+	}
+	if got := r.RetiredDaemonFlagsFor("v1.0.20"); !slices.Equal(got, want[:1]) {
+		t.Errorf("the flags retired for daemon v1.0.20 = %+v, want --num_nics only", got)
+	}
+	if got := r.RetiredDaemonFlagsFor("v1.0.21"); !slices.Equal(got, want) {
+		t.Errorf("the flags retired for daemon v1.0.21 = %+v, want both", got)
 	}
 }
 
@@ -110,7 +130,35 @@ func TestParseReleasesRejects(t *testing.T) {
 			want: []string{`pairs[0].gke "1.33" is not a GKE version`}},
 		{name: "relative lib dir", edits: edits{{"    source: assumed\n", "    source: assumed\n    libDir: usr/local/tcpxo/lib64\n"}},
 			want: []string{`ncclConfigs[1].libDir "usr/local/tcpxo/lib64" is not an absolute directory`}},
-		{name: "empty file", doc: "\n", want: []string{"releases.yaml: holds no data: write a mapping with the keys pairs, ncclConfigs"}},
+		{name: "empty file", doc: "\n", want: []string{"releases.yaml: holds no data: write a mapping with the keys pairs, ncclConfigs, retiredDaemonFlags"}},
+		{name: "retired flag without its name", edits: edits{{"{flag: --num_nics, fatal", "{fatal"}},
+			want: []string{"releases.yaml:19: retiredDaemonFlags[0].flag is missing: set it to the flag as the daemon reads it, without a value, e.g. --num_nics"}},
+		{name: "retired flag without dashes", edits: edits{{"flag: --num_nics,", "flag: num_nics,"}},
+			want: []string{`releases.yaml:19: retiredDaemonFlags[0].flag "num_nics" is not a daemon flag: write the flag's name with its leading --, without a value`}},
+		{name: "retired flag with a value", edits: edits{{"flag: --num_nics,", "flag: --num_nics=8,"}},
+			want: []string{`releases.yaml:19: retiredDaemonFlags[0].flag "--num_nics=8" is not a daemon flag`}},
+		{name: "retired flag listed twice", edits: edits{{"flag: --enforce_kernel_ipv6_support", "flag: --num_nics"}},
+			want: []string{`releases.yaml:20: retiredDaemonFlags[1].flag "--num_nics" is already listed at line 19: keep one entry per flag`}},
+		{name: "retired flag from an unreadable release", edits: edits{{"from: v1.0.21", "from: latest"}},
+			want: []string{`releases.yaml:21: retiredDaemonFlags[1].from "latest" is not a daemon release vMAJOR.MINOR.PATCH: write the first daemon release the rule holds for, e.g. v1.0.21, or leave from out`}},
+		{name: "retired flag from an unpublished daemon", edits: edits{{"from: v1.0.21", "from: v1.0.211"}},
+			want: []string{`releases.yaml:21: retiredDaemonFlags[1].from "v1.0.211" is not a daemon listed under pairs: use the tag of the published daemon`}},
+		{name: "retired flag from a non-tag", edits: edits{{"from: v1.0.21", "from: v1.0.21 or later"}},
+			want: []string{`releases.yaml:21: retiredDaemonFlags[1].from "v1.0.21 or later" is not an image tag`}},
+		{name: "retired flag without fatal", edits: edits{{"    fatal: true\n", ""}},
+			want: []string{"releases.yaml:20: retiredDaemonFlags[1].fatal is missing: say whether the daemon exits at start on the flag: fatal: true, or fatal: false"}},
+		{name: "retired flag with empty fatal", edits: edits{{"fatal: false,", "fatal: ,"}},
+			want: []string{"releases.yaml:19: retiredDaemonFlags[0].fatal is empty: say whether the daemon exits at start on the flag"}},
+		{name: "retired flag with fatal not a boolean", edits: edits{{"fatal: true", "fatal: \"yes\""}},
+			want: []string{"releases.yaml:22: retiredDaemonFlags[1].fatal must be true or false, not a string: write true or false, unquoted"}},
+		{name: "retired flag without note", edits: edits{{`, note: "retired (accepted, no effect)"`, ""}},
+			want: []string{"releases.yaml:19: retiredDaemonFlags[0].note is missing: say what the daemon does with the flag, as bom-check reports it"}},
+		{name: "retired flag without source", edits: edits{{"    source: the round-3 facts\n", ""}},
+			want: []string{"releases.yaml:20: retiredDaemonFlags[1].source is missing: say where the fact is published"}},
+		{name: "retired flag field misspelt", edits: edits{{"    fatal: true\n", "    fatel: true\n"}},
+			want: []string{`releases.yaml:22: retiredDaemonFlags[1].fatel is not a known field: did you mean "fatal"? (fields allowed in retiredDaemonFlags[1]: flag, from, fatal, note, source)`}},
+		{name: "retired flags as a mapping", doc: testReleases[:strings.Index(testReleases, "retiredDaemonFlags:")] + "retiredDaemonFlags: {flag: --num_nics}\n",
+			want: []string{"releases.yaml:18: retiredDaemonFlags must be a list, not a mapping: write it as a list, one entry per line starting with '- '"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

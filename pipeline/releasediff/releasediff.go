@@ -46,7 +46,7 @@ type Report struct {
 
 // Decision is one difference of the new installer's profile from its
 // published NCCL list, with its reviewed decision (nil: still to record).
-type Decision = bomcheck.PublishedDifference
+type Decision = bom.PublishedDifference
 
 // Decisions returns the new snapshot's differences from the published list
 // and the decisions recorded for them. ok is false when the release table
@@ -59,7 +59,7 @@ func Decisions(s Snapshot) (ds []Decision, ok bool) {
 	if !found {
 		return nil, false
 	}
-	return bomcheck.PublishedDifferences(cfg, s.Facts, s.Overrides), true
+	return bom.PublishedDifferences(cfg, s.Facts, s.Overrides), true
 }
 
 // Missing lists the differences of s with no recorded decision.
@@ -172,7 +172,7 @@ func cudaRule(s Snapshot, p bom.Pair) string {
 	if s.Facts == nil || len(s.Facts.PluginLibraries) == 0 {
 		return ""
 	}
-	binding, err := bomcheck.PluginCUDABinding(s.Facts.PluginLibraries)
+	binding, err := bom.PluginCUDABinding(s.Facts.PluginLibraries)
 	if err != nil {
 		return "error: " + err.Error()
 	}

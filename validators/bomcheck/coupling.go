@@ -1,12 +1,15 @@
-// Package coupling is the coupling check behind `make bom-check`: every
+// Package bomcheck is the coupling check behind `make bom-check`: every
 // pair of things that must agree — the BOM, the published release table,
 // the generated facts, the reviewed overrides, the emitted manifests and
 // go.mod — is one named check, and a failure names the files, both values
 // and the fix. It reads the tree it is pointed at (parsing the committed
 // generated file rather than trusting constants compiled into itself), so
 // it judges exactly what would ship from that tree. It owns the checks and
-// their report, not the rules they apply (internal/fabric) nor the
-// artefacts they compare (goldens, runtimes).
+// their report, not the rules they apply (internal/fabric; package bom for
+// the release rules bump, review and render apply too: the differences from
+// the published NCCL list, the plugin libraries' CUDA binding; the retired
+// daemon flags are release data in bom/releases.yaml) nor the artefacts they
+// compare (goldens, runtimes).
 package bomcheck
 
 import (

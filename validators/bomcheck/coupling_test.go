@@ -351,21 +351,18 @@ func TestDaemonFlagsOfV1021Fail(t *testing.T) {
 	}
 }
 
-// Only the pinned daemon's rules apply: a flag a later release retires is
-// no finding against an earlier daemon, one retired for every pinned
-// release always is, and an unreadable tag applies them all.
-func TestDaemonAtLeast(t *testing.T) {
-	for _, tc := range []struct {
-		pinned, from string
-		want         bool
-	}{
-		{"v1.0.21", "v1.0.21", true}, {"v1.0.23", "v1.0.21", true}, {"v1.0.20", "v1.0.21", false},
-		{"v1.0.9", "v1.0.21", false}, {"v1.1.0", "v1.0.21", true}, {"v1.0.20", "", true}, {"latest", "v1.0.21", true},
-	} {
-		if got := daemonAtLeast(tc.pinned, tc.from); got != tc.want {
-			t.Errorf("daemonAtLeast(%q, %q) = %v, want %v", tc.pinned, tc.from, got, tc.want)
-		}
-	}
+// The retired flags are release data: a flag added to bom/releases.yaml is
+// enforced on the shipped daemon, and a malformed entry stops the check
+// with the file, line and fix instead of letting every flag by.
+func TestRetiredDaemonFlagsAreReleaseData(t *testing.T) {
+	root := copyRepo(t)
+	body := read(t, root, bom.ReleasesRepoPath)
+	write(t, root, bom.ReleasesRepoPath, body+"  - {flag: --num_hops, from: v1.0.21, fatal: false, note: retired in this test, source: the test}\n")
+	assertFails(t, check(t, root), "no-retired-daemon-flags", `"--num_hops=2" is retired in this test`, "remove the retired flag")
+
+	root = copyRepo(t)
+	edit(t, root, bom.ReleasesRepoPath, "    fatal: true\n", "")
+	assertFails(t, check(t, root), "no-retired-daemon-flags", "cannot run", bom.ReleasesRepoPath+":", "retiredDaemonFlags[3].fatal is missing: say whether the daemon exits at start on the flag")
 }
 
 func TestTrainerVersionMismatchFails(t *testing.T) {

@@ -27,7 +27,6 @@ import (
 	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
 	"github.com/tcpxogen/tcpxogen/tools/internal/cli"
 	"github.com/tcpxogen/tcpxogen/tools/internal/clusterflags"
-	"github.com/tcpxogen/tcpxogen/validators/bomcheck"
 	"github.com/tcpxogen/tcpxogen/validators/cluster"
 )
 
@@ -333,7 +332,7 @@ func parseTolerations(in []string) ([]corev1.Toleration, error) {
 // cudaNote names what a worker image must be built for and why: the CUDA
 // major a needed libcudart of the plugin libraries names, or none.
 func cudaNote(p facts.Facts) string {
-	b, err := bomcheck.PluginCUDABinding(p.PluginLibraries)
+	b, err := bom.PluginCUDABinding(p.PluginLibraries)
 	if err != nil {
 		return fmt.Sprintf("(unknown: %v)", err)
 	}
