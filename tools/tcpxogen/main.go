@@ -29,6 +29,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/rendercmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/sbomcmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/validatecmd"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/versioncmd"
 )
 
 // commands is every subcommand, as main runs them (and the tests drive
@@ -43,6 +44,7 @@ func commands() cli.Commands {
 	maps.Copy(cmds, validatecmd.Commands())
 	maps.Copy(cmds, bumpcmd.Commands())
 	maps.Copy(cmds, clustercmd.Commands())
+	maps.Copy(cmds, versioncmd.Commands())
 	return cmds
 }
 

@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 
@@ -61,6 +62,15 @@ type Options struct {
 	// in the verdict line. Without it a document prints what the user must
 	// act on (FAIL, warn, the user's own overrides) and one verdict line.
 	Verbose bool
+	// FileLabel names the file on every line about a document, for a run
+	// over many files where "[doc 1 ns/name]" alone does not say which
+	// file passed. A sibling binary realizing another trainer version is
+	// told through FileLabelEnv.
+	FileLabel bool
+	// Announced, when set, is the run's record of the trainer versions
+	// whose realization was already named: each is named once per run,
+	// not once per file.
+	Announced map[string]bool
 }
 
 // machinery is what every document is judged with, built once per process
@@ -105,6 +115,11 @@ func FileWith(ctx context.Context, w io.Writer, name string, data []byte, o Opti
 	docs, err := trainJobDocs(name, reports, lines)
 	if err != nil {
 		return err
+	}
+	if o.FileLabel || os.Getenv(FileLabelEnv) != "" {
+		for i := range docs {
+			docs[i].file = name
+		}
 	}
 	if err := refuseRejected(w, name, docs, lines); err != nil {
 		return err
@@ -203,11 +218,16 @@ func rejects(f schema.Finding) bool {
 type trainJobDoc struct {
 	report schema.Report
 	job    *trainer.TrainJob
+	// file is the file's name when the run labels lines with it.
+	file string
 }
 
 // label names the document in every line about it: its position in the
 // file, which is what a reader counts, and the TrainJob's name.
 func (d trainJobDoc) label() string {
+	if d.file != "" {
+		return fmt.Sprintf("[%s doc %d %s/%s]", d.file, d.report.Document, d.job.Namespace, d.job.Name)
+	}
 	return fmt.Sprintf("[doc %d %s/%s]", d.report.Document, d.job.Namespace, d.job.Name)
 }
 

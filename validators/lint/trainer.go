@@ -29,6 +29,14 @@ const AllTrainers = "all"
 // for a sibling of its own.
 const dispatchedEnv = "TCPXOGEN_TRAINER_DISPATCHED"
 
+// FileLabelEnv tells a sibling to name the file on every line (the run
+// covers many files); quietEnv, that the run already named the version's
+// realization, so the sibling does not repeat it per file.
+const (
+	FileLabelEnv = "TCPXOGEN_TRAINJOB_FILE_LABELS"
+	quietEnv     = "TCPXOGEN_TRAINER_ANNOUNCED"
+)
+
 // PinnedTrainer is the trainer version the BOM pins, the default of
 // --trainer.
 func PinnedTrainer() (string, error) {
@@ -78,11 +86,17 @@ func Trainers(ctx context.Context, w, errw io.Writer, versions []string, name st
 	var failed, bad []error
 	for _, v := range versions {
 		var err error
+		announced := o.Announced[v] || os.Getenv(quietEnv) != ""
 		if v == linked {
-			fmt.Fprintf(w, "trainer %s: realized in-process by %s (it links %s %s)\n", v, self, linkedtrainer.Module, linked)
+			if !announced {
+				fmt.Fprintf(w, "trainer %s: realized in-process by %s (it links %s %s)\n", v, self, linkedtrainer.Module, linked)
+			}
 			err = FileWith(ctx, w, name, data, o)
 		} else {
-			err = runSibling(ctx, w, errw, self, linked, v, pinned, name, o)
+			err = runSibling(ctx, w, errw, self, linked, v, pinned, name, o, announced)
+		}
+		if o.Announced != nil {
+			o.Announced[v] = true
 		}
 		var ie *InputError
 		switch {
@@ -101,7 +115,7 @@ func Trainers(ctx context.Context, w, errw io.Writer, versions []string, name st
 
 // runSibling realizes the file on trainer version by the binary that
 // links it. Its exit status keeps the contract: 2 is bad input here too.
-func runSibling(ctx context.Context, w, errw io.Writer, self, linked, version, pinned, name string, o Options) error {
+func runSibling(ctx context.Context, w, errw io.Writer, self, linked, version, pinned, name string, o Options, announced bool) error {
 	if d := os.Getenv(dispatchedEnv); d != "" {
 		return fmt.Errorf("%s was started to realize trainer %s but links %s: the binaries next to it are mismatched; rebuild them with `make build`", self, d, linked)
 	}
@@ -116,6 +130,12 @@ func runSibling(ctx context.Context, w, errw io.Writer, self, linked, version, p
 	cmd := exec.CommandContext(ctx, path, append(args, "--", name)...)
 	cmd.Stdout, cmd.Stderr = w, errw
 	cmd.Env = append(os.Environ(), dispatchedEnv+"="+version)
+	if announced {
+		cmd.Env = append(cmd.Env, quietEnv+"=1")
+	}
+	if o.FileLabel {
+		cmd.Env = append(cmd.Env, FileLabelEnv+"=1")
+	}
 	err = cmd.Run()
 	var exit *exec.ExitError
 	switch {

@@ -54,6 +54,12 @@ func Main(ctx context.Context, args []string, s Streams, commands Commands) int 
 		usage(s.Out, commands)
 		return ExitOK
 	}
+	if args[0] == "--version" {
+		// The conventional spelling of the version command, when there is one.
+		if _, ok := commands["version"]; ok {
+			args = append([]string{"version"}, args[1:]...)
+		}
+	}
 	cmd, ok := commands[args[0]]
 	if args[0] == "help" {
 		// The command list, or with --markdown the reference (reference.go).

@@ -432,3 +432,40 @@ func TestCheckTrainJobManyFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestTrainJobManyFilesNameTheFile: over several files every line about a
+// document names its file, the passing one's verdict too, and how the
+// trainer was realized is said once (issue 38: a run over a directory could
+// not tell which file passed).
+func TestTrainJobManyFilesNameTheFile(t *testing.T) {
+	pass, fail := "testdata/trainjob-env-debug.yaml", "testdata/trainjob-bare.yaml"
+	code, out := runCheck(t, "trainjob", pass, fail)
+	if code != cli.ExitFailure {
+		t.Fatalf("exit %d, want 1 (one file fails):\n%s", code, out)
+	}
+	if n := strings.Count(out, "realized in-process by"); n != 1 {
+		t.Errorf("the realization is named %d times, want once:\n%s", n, out)
+	}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(line, "[") {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(line, "["+pass+" doc 1 "):
+			seen[pass] = true
+		case strings.HasPrefix(line, "["+fail+" doc 1 "):
+			seen[fail] = true
+		default:
+			t.Errorf("a document line without its file: %q", line)
+		}
+	}
+	if !seen[pass] || !seen[fail] {
+		t.Errorf("lines of %v only, want both files (the passing one's verdict too):\n%s", seen, out)
+	}
+	// One file keeps the short label.
+	_, out = runCheck(t, "trainjob", fail)
+	if !strings.Contains(out, "\n[doc 1 team-a/bare] FAIL") {
+		t.Errorf("a single file's lines should keep [doc N ns/name]:\n%s", out)
+	}
+}

@@ -39,10 +39,13 @@ func lintTrainJob(ctx context.Context, args []string, s cli.Streams) error {
 		return err
 	}
 	var bad, failed []error
+	// Over many files every line names its file and each trainer version's
+	// realization is named once.
+	opts := lint.Options{Verbose: *verbose, FileLabel: fs.NArg() > 1, Announced: map[string]bool{}}
 	for _, name := range fs.Args() {
 		data, err := inputfile.Read(name, inputfile.Spec{What: "TrainJob file", Max: inputfile.MaxTrainJob})
 		if err == nil {
-			err = lint.Trainers(ctx, s.Out, s.Err, versions, name, data, lint.Options{Verbose: *verbose})
+			err = lint.Trainers(ctx, s.Out, s.Err, versions, name, data, opts)
 		} else {
 			err = cli.BadInput("%w", err)
 		}
