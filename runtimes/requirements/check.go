@@ -51,6 +51,8 @@ func (f Finding) String() string {
 		}
 		return fmt.Sprintf("%s (%s): %s is %s, not %s; required by %s; shipped by %s: a change there altered it",
 			r.Artefact, r.Object, Describe(r.Kind, r.Path+f.Leaf), shown, excerpt.Quote(r.Want[f.Leaf]), r.Source, r.ShippedBy)
+	case TooLong:
+		return f.tooLong()
 	default:
 		e := f.Element
 		return fmt.Sprintf("%s: %s (%s) ships but no requirement explains it: add a row with its published source to the requirements table (runtimes/requirements/table.go), or stop shipping it",

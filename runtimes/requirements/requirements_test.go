@@ -110,3 +110,39 @@ func TestReferenceRowsAreRequired(t *testing.T) {
 		}
 	}
 }
+
+// TestReplicatedJobNamesWithinTrainerBound: every runtime we ship (the
+// training runtime and the benchmark) keeps its replicatedJob names within
+// what trainer v2.4.0 accepts, and a longer one is named with its source.
+func TestReplicatedJobNamesWithinTrainerBound(t *testing.T) {
+	arts := shippedArtefacts(t, inputs(t))
+	jobs := 0
+	for _, rel := range Artefacts {
+		objs, err := Objects(arts[rel]...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := NameBounds(rel, objs...); len(f) > 0 {
+			t.Errorf("%s: %v", rel, f)
+		}
+		for _, o := range objs {
+			spec, _ := o["spec"].(map[string]any)
+			tpl, _ := spec["template"].(map[string]any)
+			inner, _ := tpl["spec"].(map[string]any)
+			list, _ := inner["replicatedJobs"].([]any)
+			jobs += len(list)
+			for _, j := range list {
+				j.(map[string]any)["name"] = "launcher-with-a-longer-name"
+			}
+		}
+		for _, f := range NameBounds(rel, objs...) {
+			if msg := f.String(); !strings.Contains(msg, "27 characters, over the 20") || !strings.Contains(msg, "PR 4394") {
+				t.Errorf("finding does not give the length, the bound and its source: %s", msg)
+			}
+			jobs--
+		}
+	}
+	if jobs != 0 {
+		t.Errorf("%d renamed replicatedJobs were not found over the bound", jobs)
+	}
+}

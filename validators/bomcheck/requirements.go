@@ -13,7 +13,7 @@ import (
 // requires (runtimes/requirements), not to a fresh render of our own
 // builders: a builder that drops a required element regenerates goldens
 // that reproduce byte for byte, and only this rule still fails.
-var requirementsCheck = Check{"goldens-meet-requirements", "the committed runtime, components and benchmark carry every required element, each from its published source, and nothing unexplained", checkRequirements}
+var requirementsCheck = Check{"goldens-meet-requirements", "the committed runtime, components and benchmark carry every required element, each from its published source, nothing unexplained, and names within the platform's bounds", checkRequirements}
 
 // maxFindings bounds the message; the count says how many were left out.
 const maxFindings = 8
@@ -28,6 +28,7 @@ func checkRequirements(_ context.Context, t *Tree) Result {
 		return fail(files, regenerate, "requirements table: %v", err)
 	}
 	var elems []requirements.Element
+	var bounds []requirements.Finding
 	for _, rel := range requirements.Artefacts {
 		m := t.manifest(rel)
 		if m == nil {
@@ -38,8 +39,9 @@ func checkRequirements(_ context.Context, t *Tree) Result {
 			objs[i] = o.Object
 		}
 		elems = append(elems, requirements.Elements(rel, objs...)...)
+		bounds = append(bounds, requirements.NameBounds(rel, objs...)...)
 	}
-	findings := requirements.Check(rows, elems)
+	findings := append(requirements.Check(rows, elems), bounds...)
 	if len(findings) > 0 {
 		return fail(append(failedArtefacts(findings), "runtimes/requirements/table.go"),
 			"restore each element in the file that ships it, then "+regenerate+"; if the platform no longer requires one, change its row in runtimes/requirements/table.go citing the newer source",
