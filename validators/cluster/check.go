@@ -20,7 +20,6 @@ import (
 const (
 	InstallerLabel     = "k8s-app=nccl-tcpxo-installer"
 	InstallerContainer = "nccl-tcpxo-installer"
-	DaemonContainer    = "tcpxo-daemon"
 )
 
 // Level is how bad a finding is.
@@ -122,7 +121,7 @@ func Check(st State, want Expect) []Finding {
 	if want.Mapping.IsZero() && len(mappings) > 1 {
 		var lines []string
 		for m, ns := range mappings {
-			lines = append(lines, fmt.Sprintf("%s on %s", m, names(ns)))
+			lines = append(lines, fmt.Sprintf("%s on %s", m, listNodes(ns)))
 		}
 		slices.Sort(lines)
 		add(Fail, "topology", "", "the nodes disagree on which network sits on which GPU NIC: %s", strings.Join(lines, "; "))
@@ -180,7 +179,7 @@ func checkInstaller(nodes []corev1.Node, st State, want Expect) []Finding {
 	if len(byImage) > 1 {
 		var lines []string
 		for img, ns := range byImage {
-			lines = append(lines, fmt.Sprintf("%s on %s", img, names(ns)))
+			lines = append(lines, fmt.Sprintf("%s on %s", img, listNodes(ns)))
 		}
 		slices.Sort(lines)
 		add(Fail, "", "the nodes run different installers: %s", strings.Join(lines, "; "))
@@ -258,10 +257,10 @@ func driverLabels(nodes []corev1.Node) string {
 	var parts []string
 	for v, ns := range byValue {
 		if v == "" {
-			parts = append(parts, "no "+DriverVersionLabel+" label on "+names(ns))
+			parts = append(parts, "no "+DriverVersionLabel+" label on "+listNodes(ns))
 			continue
 		}
-		parts = append(parts, DriverVersionLabel+"="+v+" on "+names(ns))
+		parts = append(parts, DriverVersionLabel+"="+v+" on "+listNodes(ns))
 	}
 	slices.Sort(parts)
 	return strings.Join(parts, "; ")

@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tcpxogen/tcpxogen/bom"
-	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 )
 
@@ -221,11 +220,4 @@ func pinning(want Expect, version string) Expect {
 	b.Images.Installer.Version = version
 	want.BOM = &b
 	return want
-}
-
-// The runtime name check cluster reads is the shipped one.
-func TestShippedRuntimeName(t *testing.T) {
-	if ShippedRuntime != runtimes.RuntimeName {
-		t.Errorf("ShippedRuntime %q, runtimes.RuntimeName %q", ShippedRuntime, runtimes.RuntimeName)
-	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 	"github.com/tcpxogen/tcpxogen/internal/kubeconfig"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/pipeline"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/benchmark"
@@ -146,13 +147,13 @@ func renderBenchmark(_ context.Context, args []string, s cli.Streams) error {
 	switch {
 	case errors.Is(err, benchmark.ErrShipped):
 		// The runtime tcpxogen rendered cannot be benchmarked: not the user's input.
-		return fmt.Errorf("the %s rendered for this mapping cannot be benchmarked, which is a bug in tcpxogen: %w", runtimes.RuntimeName, err)
+		return fmt.Errorf("the %s rendered for this mapping cannot be benchmarked, which is a bug in tcpxogen: %w", names.Runtime, err)
 	case err != nil:
 		return cli.BadInput("%w", err)
 	}
 	fmt.Fprintf(s.Err, "render benchmark: apply both objects in namespace %s; the result is the launcher pod's log (tcpxogen nccl-report --log FILE judges it)\n", *namespace)
 	return write(s, runtimes.Format(*format), []string{
-		fmt.Sprintf("NCCL all_reduce_perf benchmark derived from %s for NCCL plugin installer %s,", runtimes.RuntimeName, in.Facts.PluginVersion),
+		fmt.Sprintf("NCCL all_reduce_perf benchmark derived from %s for NCCL plugin installer %s,", names.Runtime, in.Facts.PluginVersion),
 		"rendered by tcpxogen render benchmark for this cluster's GPU-NIC networks, and the TrainJob that runs it.",
 	}, bench, benchmark.TrainJob(bench))
 }
