@@ -56,7 +56,7 @@ var Validate = List{
 			For: "check the recipe's GPU-NIC Networks are Ready Device networks (as check cluster does)"},
 		{Verbs: []string{"list"}, Group: groupGKENetworks, Resource: "gkenetworkparamsets", Scope: ClusterWide,
 			For: "check each GPU-NIC Network's GKENetworkParamSet is Ready (as check cluster does)"},
-		{Verbs: []string{"list"}, Group: groupCore, Resource: "pods", Scope: InNamespace, Namespace: InstallerNamespace,
+		{Verbs: []string{"list"}, Group: groupCore, Resource: "pods", Scope: InNamespace, Namespace: names.ComponentsNamespace,
 			For: "check the NCCL plugin installer's pod on each GPU node runs the pinned installer (as check cluster does)"},
 		{Verbs: []string{"get"}, Group: groupCore, Resource: "namespaces", ResourceNames: []string{TheNamespace}, Scope: ClusterWide,
 			For: "check the benchmark's namespace exists"},
@@ -109,10 +109,6 @@ var Validate = List{
 	}},
 }
 
-// InstallerNamespace is where the NCCL plugin installer DaemonSet runs
-// (runtimes/components.yaml).
-const InstallerNamespace = "kube-system"
-
 // readNetworks are what `discover` reads: the GPU nodes and GKE's
 // multi-network objects.
 var readNetworks = []Rule{
@@ -128,7 +124,7 @@ var readNetworks = []Rule{
 var Discover = List{
 	Command:          "discover",
 	Namespace:        "the namespace the NCCL plugin installer runs in",
-	DefaultNamespace: InstallerNamespace,
+	DefaultNamespace: names.ComponentsNamespace,
 	Rules:            readNetworks,
 }
 
@@ -137,7 +133,7 @@ var Discover = List{
 var CheckCluster = List{
 	Command:          "check-cluster",
 	Namespace:        "the namespace the NCCL plugin installer runs in",
-	DefaultNamespace: InstallerNamespace,
+	DefaultNamespace: names.ComponentsNamespace,
 	Rules: append(slices.Clone(readNetworks),
 		Rule{Verbs: []string{"list"}, Group: groupCore, Resource: "pods", Scope: InNamespace,
 			For: "read the installer's pods and their images"},

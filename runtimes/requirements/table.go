@@ -209,10 +209,10 @@ func workerEnv(in *runtimes.Inputs) ([]envRow, error) {
 
 // components are the installer and NRI injector DaemonSets' requirements.
 func components(in *runtimes.Inputs) []Row {
-	inst := site{runtimes.GoldenComponents, "DaemonSet/" + runtimes.InstallerName, "spec.template"}
+	inst := site{runtimes.GoldenComponents, "DaemonSet/" + names.InstallerDaemonSet, "spec.template"}
 	inj := site{runtimes.GoldenComponents, "DaemonSet/" + runtimes.InjectorName, "spec.template"}
 	prep := ".spec.initContainers[name=pre-installation]"
-	install := ".spec.initContainers[name=nccl-tcpxo-installer]"
+	install := ".spec.initContainers[name=" + names.InstallerContainer + "]"
 	injector := ".spec.containers[name=device-injector]"
 	var rows []Row
 	for _, s := range []struct {

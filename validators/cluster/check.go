@@ -11,16 +11,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 )
 
-// Installer names the NCCL plugin installer as the shipped components run
-// it (runtimes/components.yaml): its DaemonSet's pod label and the init
-// container that installs the plugin.
-const (
-	InstallerLabel     = "k8s-app=nccl-tcpxo-installer"
-	InstallerContainer = "nccl-tcpxo-installer"
-)
+// InstallerLabel selects the NCCL plugin installer's pods as the shipped
+// components label them (runtimes/components.yaml).
+const InstallerLabel = names.AppLabel + "=" + names.InstallerDaemonSet
 
 // Level is how bad a finding is.
 type Level string
@@ -160,9 +157,9 @@ func checkInstaller(nodes []corev1.Node, st State, want Expect) []Finding {
 			add(Fail, n.Name, "no installer pod (%s) runs on the node: the plugin is not installed there; apply tcpxogen render components", InstallerLabel)
 			continue
 		}
-		img, ok := containerImage(st.InstallerPods[i].Spec.InitContainers, InstallerContainer)
+		img, ok := containerImage(st.InstallerPods[i].Spec.InitContainers, names.InstallerContainer)
 		if !ok {
-			add(Fail, n.Name, "installer pod %s has no %s init container", st.InstallerPods[i].Name, InstallerContainer)
+			add(Fail, n.Name, "installer pod %s has no %s init container", st.InstallerPods[i].Name, names.InstallerContainer)
 			continue
 		}
 		byImage[img] = append(byImage[img], n.Name)
