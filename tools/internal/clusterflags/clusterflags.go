@@ -27,7 +27,7 @@ func Add(fs *pflag.FlagSet) ConnectFlags {
 		Kubeconfig:   fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the pod's service account)"),
 		Context:      fs.String("context", "", "kubeconfig context (default: the current context)"),
 		Namespace:    fs.String("namespace", names.ComponentsNamespace, "the namespace the NCCL plugin installer runs in"),
-		NodeSelector: fs.String("node-selector", cluster.DefaultNodeSelector, "label selector of the target GPU nodes"),
+		NodeSelector: fs.String("node-selector", cluster.DefaultNodeSelector, "label selector of the target GPU nodes, in any form kubectl get -l takes (a=b,c!=d, a in (x,y), !a)"),
 	}
 }
 
