@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/tcpxogen/tcpxogen/internal/inputfile"
+	"github.com/tcpxogen/tcpxogen/internal/yamlstrict"
 )
 
 // Repo-relative locations of the data files, in slash form.
@@ -41,7 +42,7 @@ type BOM struct {
 	// Path is the file the BOM was loaded from (the name given to Parse).
 	Path string `yaml:"-"`
 
-	lines *locator
+	lines *yamlstrict.Locator
 }
 
 // Images are the container images that ship, by role.
@@ -136,9 +137,9 @@ func Parse(name string, data []byte) (*BOM, error) {
 }
 
 func (b *BOM) validate(c *checker) {
-	if c.section(path{"images"}, "add images: with the keys "+strings.Join(roleNames(), ", ")) {
+	if c.section(path("images"), "add images: with the keys "+strings.Join(roleNames(), ", ")) {
 		for _, r := range imageRoles {
-			p := path{"images", r.name}
+			p := path("images").key(r.name)
 			if !c.section(p, fmt.Sprintf("add %s: {reference: repo:tag@sha256:<64 hex>, version: tag}", r.name)) {
 				continue
 			}
@@ -154,7 +155,7 @@ func (b *BOM) validate(c *checker) {
 		}
 	}
 
-	if p := (path{"trainer"}); c.section(p, "add trainer: with module, version and controllerImage") {
+	if p := (path("trainer")); c.section(p, "add trainer: with module, version and controllerImage") {
 		t := b.Trainer
 		c.module(p, "module", t.Module, "version", t.Version)
 		if c.require(p.key("controllerImage"), t.ControllerImage, "set it to the trainer controller image, repo:tag[@sha256:<64 hex>]") {
@@ -170,7 +171,7 @@ func (b *BOM) validate(c *checker) {
 		}
 	}
 
-	if p := (path{"jobset"}); c.section(p, "add jobset: with module, moduleVersion and controllerVersion") {
+	if p := (path("jobset")); c.section(p, "add jobset: with module, moduleVersion and controllerVersion") {
 		j := b.JobSet
 		c.module(p, "module", j.Module, "moduleVersion", j.ModuleVersion)
 		if c.require(p.key("controllerVersion"), j.ControllerVersion, "set it to the JobSet release deployed with the trainer, e.g. v0.11.0") {

@@ -1,11 +1,9 @@
 package bom
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"reflect"
-	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -17,108 +15,18 @@ import (
 // bound keeps a wrong path (a log, an image tarball) from being read whole.
 const maxFileSize = 1 << 20
 
-// path is a location in a YAML document: mapping keys, and "[i]" for list items.
-type path []string
+// path is a YAML path in yamlstrict's grammar: "images.daemon.reference",
+// "pairs[2].installer".
+type path string
 
-func (p path) key(k string) path { return append(p[:len(p):len(p)], k) }
+func (p path) key(k string) path { return path(yamlstrict.JoinPath(string(p), k)) }
 
-func (p path) index(i int) path { return append(p[:len(p):len(p)], "["+strconv.Itoa(i)+"]") }
-
-func (p path) String() string {
-	var b strings.Builder
-	for i, s := range p {
-		if i > 0 && !strings.HasPrefix(s, "[") {
-			b.WriteByte('.')
-		}
-		b.WriteString(s)
-	}
-	return b.String()
-}
-
-func isIndex(seg string) (int, bool) {
-	if !strings.HasPrefix(seg, "[") || !strings.HasSuffix(seg, "]") {
-		return 0, false
-	}
-	i, err := strconv.Atoi(seg[1 : len(seg)-1])
-	return i, err == nil
-}
-
-// locator maps YAML paths to source lines. yaml.v3 decodes into structs
-// without positions, so the loader parses the file a second time into a
-// yaml.Node tree and asks it where each value was written.
-type locator struct{ root *yaml.Node }
-
-func newLocator(root *yaml.Node) *locator { return &locator{root: root} }
-
-// maxAliasHops guards against alias chains; yaml.v3 never builds one longer
-// than a single hop, so reaching the limit means a malformed tree.
-const maxAliasHops = 8
-
-func deref(n *yaml.Node) *yaml.Node {
-	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < maxAliasHops; i++ {
-		n = n.Alias
-	}
-	return n
-}
-
-// find walks p through the tree, following aliases so that a value shared by
-// anchor is found under every path that uses it. When p is not fully present
-// it returns the line of the deepest part that is, which is where the missing
-// value belongs.
-func (l *locator) find(p path) (n *yaml.Node, line int, found bool) {
-	if l == nil || l.root == nil {
-		return nil, 0, false
-	}
-	n, line = l.root, l.root.Line
-	for _, seg := range p {
-		n = deref(n)
-		if n == nil {
-			return nil, line, false
-		}
-		var next *yaml.Node
-		switch n.Kind {
-		case yaml.MappingNode:
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				if k := n.Content[i]; k.Value == seg {
-					next, line = n.Content[i+1], k.Line
-					break
-				}
-			}
-		case yaml.SequenceNode:
-			if i, ok := isIndex(seg); ok && i >= 0 && i < len(n.Content) {
-				next = n.Content[i]
-				line = next.Line
-			}
-		}
-		if next == nil {
-			return n, line, false
-		}
-		n = next
-	}
-	return deref(n), line, true
-}
-
-func (l *locator) line(p path) (int, bool) {
-	_, line, found := l.find(p)
-	return line, found
-}
-
-// exists reports whether p is written in the file, even with an empty value.
-func (l *locator) exists(p path) bool {
-	_, _, found := l.find(p)
-	return found
-}
-
-// present reports whether p is written with a non-null value.
-func (l *locator) present(p path) bool {
-	n, _, found := l.find(p)
-	return found && n != nil && n.ShortTag() != "!!null"
-}
+func (p path) index(i int) path { return path(yamlstrict.IndexPath(string(p), i)) }
 
 // decodeStrict decodes data into out (a pointer to a struct) and returns the
 // locator for later semantic checks. It rejects what yaml.v3 alone would
 // accept silently: an empty file, a second document, unknown fields.
-func decodeStrict(file string, data []byte, out any) (loc *locator, err error) {
+func decodeStrict(file string, data []byte, out any) (loc *yamlstrict.Locator, err error) {
 	// A data file must never crash the tool, even through a yaml.v3 bug.
 	defer yamlstrict.Recover(func(problem string) {
 		loc, err = nil, &FieldError{File: file, Problem: problem,
@@ -151,7 +59,7 @@ func decodeStrict(file string, data []byte, out any) (loc *locator, err error) {
 		return nil, syntaxError(file, data, err, yamlstrict.ParseAll)
 	}
 	root, _ := yamlstrict.Root(doc)
-	loc = newLocator(root)
+	loc = yamlstrict.NewLocator(root)
 
 	c := &checker{file: file, lines: loc}
 	for _, f := range yamlstrict.Walk(root, rootType, yamlstrict.WalkOptions{FollowAliases: true}) {
@@ -160,9 +68,7 @@ func decodeStrict(file string, data []byte, out any) (loc *locator, err error) {
 	if err := c.err(); err != nil {
 		return nil, err
 	}
-	typed := yaml.NewDecoder(bytes.NewReader(data))
-	typed.KnownFields(true)
-	if err := typed.Decode(out); err != nil {
+	if err := yamlstrict.DecodeKnown(data, out); err != nil {
 		var te *yaml.TypeError
 		if errors.As(err, &te) {
 			// Unreachable while the walk covers the types; reported, not
@@ -173,9 +79,7 @@ func decodeStrict(file string, data []byte, out any) (loc *locator, err error) {
 		// yaml.v3 refuses some documents only when it decodes them
 		// (excessive aliasing): placed like any syntax error.
 		return nil, syntaxError(file, data, err, func(b []byte) error {
-			d := yaml.NewDecoder(bytes.NewReader(b))
-			d.KnownFields(true)
-			return d.Decode(reflect.New(rootType).Interface())
+			return yamlstrict.DecodeKnown(b, reflect.New(rootType).Interface())
 		})
 	}
 	return loc, nil
@@ -204,9 +108,9 @@ var syntaxFixes = yamlstrict.Hints{
 // syntaxError rewords err, a syntax error that parse reported for data, with
 // the line it is really on (yaml.v3's own number can be a line early).
 func syntaxError(file string, data []byte, err error, parse func([]byte) error) error {
-	line, msg := yamlstrict.LocateSyntaxError(data, err, parse)
-	return &FieldError{File: file, Line: line, Problem: "is not valid YAML (" + msg + ")",
-		Fix: syntaxFixes.Fix(msg, "fix the YAML syntax"), Err: err}
+	fe := yamlstrict.SyntaxError(data, err, parse, syntaxFixes, "fix the YAML syntax")
+	fe.File = file
+	return fe
 }
 
 // tagWords names YAML node tags in the user's terms.

@@ -30,13 +30,13 @@ type problem struct {
 // checker collects located rejections for one file.
 type checker struct {
 	file  string
-	lines *locator
+	lines *yamlstrict.Locator
 	errs  []*FieldError
 }
 
 func (c *checker) add(p path, what, fix string, cause error) {
-	line, _ := c.lines.line(p)
-	c.errs = append(c.errs, &FieldError{File: c.file, Line: line, Path: p.String(), Problem: what, Fix: fix, Err: cause})
+	line, _ := c.lines.Line(string(p))
+	c.errs = append(c.errs, &FieldError{File: c.file, Line: line, Path: string(p), Problem: what, Fix: fix, Err: cause})
 }
 
 // addProblems locates problems reported relative to base.
@@ -58,7 +58,7 @@ func (c *checker) addProblems(base path, probs []problem) {
 // from one that is present but empty, because the two are fixed differently.
 func (c *checker) absent(p path, fix string) {
 	what := "is missing"
-	if c.lines.exists(p) {
+	if c.lines.Exists(string(p)) {
 		what = "is empty"
 	}
 	c.add(p, what, fix, nil)
@@ -76,7 +76,7 @@ func (c *checker) require(p path, v, fix string) bool {
 // section reports a whole mapping or list that is missing or null, once,
 // instead of one error per field inside it.
 func (c *checker) section(p path, fix string) bool {
-	if c.lines.present(p) {
+	if c.lines.Present(string(p)) {
 		return true
 	}
 	c.absent(p, fix)

@@ -50,7 +50,7 @@ func NewImage(reference, version string) (Image, error) {
 		return img, nil
 	}
 	c := &checker{}
-	c.addProblems(nil, probs)
+	c.addProblems("", probs)
 	return Image{}, c.err()
 }
 
@@ -68,7 +68,7 @@ func ParsePinned(reference string) (Image, error) {
 		// is the one thing to fix.
 		_, probs := parsePinned(reference, true)
 		c := &checker{}
-		c.addProblems(nil, probs)
+		c.addProblems("", probs)
 		return Image{}, c.err()
 	}
 	return NewImage(reference, tag)

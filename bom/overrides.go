@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tcpxogen/tcpxogen/internal/facts"
+	"github.com/tcpxogen/tcpxogen/internal/yamlstrict"
 )
 
 // OverridesRepoPath is the reviewed-overrides file, relative to the module root.
@@ -68,7 +69,7 @@ func (o *Overrides) Decision(name, installer string) (Override, bool) {
 type Overrides struct {
 	Overrides []Override `yaml:"overrides"`
 	Path      string     `yaml:"-"`
-	lines     *locator
+	lines     *yamlstrict.Locator
 }
 
 // LoadOverrides reads and validates an overrides file.
@@ -99,7 +100,7 @@ func ParseOverrides(name string, data []byte) (*Overrides, error) {
 func (o *Overrides) validate(c *checker) {
 	seen := map[string][]int{}
 	for i, ov := range o.Overrides {
-		p := path{"overrides"}.index(i)
+		p := path("overrides").index(i)
 		if c.require(p.key("name"), ov.Name, "name the environment variable") && !envNameRE.MatchString(ov.Name) {
 			c.add(p.key("name"), fmt.Sprintf("%s is not an environment variable name", quote(ov.Name)), "use letters, digits and underscores, not starting with a digit", nil)
 		}
@@ -161,7 +162,7 @@ func (o *Overrides) Apply(installer string, profile []facts.EnvVar, contextual [
 		if !ov.AppliesTo(installer) {
 			continue
 		}
-		p := path{"overrides"}.index(i)
+		p := path("overrides").index(i)
 		pos, inProfile := index[ov.Name]
 		if problem, fix := staleness(ov, inProfile, profileValue(profile, pos, inProfile), slices.Contains(contextual, ov.Name), published); problem != "" {
 			c.add(p, problem, fix, nil)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tcpxogen/tcpxogen/internal/facts"
+	"github.com/tcpxogen/tcpxogen/internal/yamlstrict"
 )
 
 // Releases is Google's published GPUDirect-TCPXO release data.
@@ -28,7 +29,7 @@ type Releases struct {
 	// Path is the file the data was loaded from (the name given to ParseReleases).
 	Path string `yaml:"-"`
 
-	lines *locator
+	lines *yamlstrict.Locator
 }
 
 // Pair is one published release: an installer tag, the daemon tag released
@@ -211,19 +212,19 @@ func CheckPublished(b *BOM, r *Releases) error {
 	installer, daemon := b.Images.Installer.Version, b.Images.Daemon.Version
 	pair, ok := r.PairFor(installer)
 	if !ok {
-		c.add(path{"images", RoleInstaller, "version"}, fmt.Sprintf("%s is not a published installer in %s", quote(installer), r.Path),
+		c.add(path("images").key(RoleInstaller).key("version"), fmt.Sprintf("%s is not a published installer in %s", quote(installer), r.Path),
 			fmt.Sprintf("add the published pair to %s or pick a published version: %s", r.Path, strings.Join(r.PublishedInstallers(), ", ")), nil)
 		return c.err()
 	}
 	if pair.Source != SourceReleaseNotes {
-		c.add(path{"images", RoleInstaller, "version"},
+		c.add(path("images").key(RoleInstaller).key("version"),
 			fmt.Sprintf("installer %s is published only in Google's manifests and source tags (%s), not confirmed by the release notes", installer, r.Path),
 			fmt.Sprintf("pin a release-notes pair (%s), or set the pair's source to %s once the notes confirm it", strings.Join(r.confirmedInstallers(), ", "), SourceReleaseNotes), nil)
 	}
 	if pair.Daemon != daemon {
 		where := r.Path
 		if i := slices.Index(r.Pairs, pair); i >= 0 {
-			if line, ok := r.lines.line(path{"pairs"}.index(i)); ok {
+			if line, ok := r.lines.Line(string(path("pairs").index(i))); ok {
 				where = fmt.Sprintf("%s:%d", r.Path, line)
 			}
 		}
@@ -231,7 +232,7 @@ func CheckPublished(b *BOM, r *Releases) error {
 		if j := slices.IndexFunc(r.Pairs, func(p Pair) bool { return p.Daemon == daemon }); j >= 0 {
 			fix = fmt.Sprintf("pin the daemon to %s, or pin installer %s, which was published with %s", pair.Daemon, r.Pairs[j].Installer, daemon)
 		}
-		c.add(path{"images", RoleDaemon, "version"},
+		c.add(path("images").key(RoleDaemon).key("version"),
 			fmt.Sprintf("%s is not the daemon published with installer %s (%s pairs it with %s)", quote(daemon), installer, where, pair.Daemon), fix, nil)
 	}
 	return c.err()
@@ -253,9 +254,9 @@ const dateLayout = "2006-01-02"
 
 func (r *Releases) validate(c *checker) {
 	installers := map[string]int{} // installer tag → index of its pair
-	if c.section(path{"pairs"}, "list Google's published installer/daemon pairs under pairs:") {
+	if c.section(path("pairs"), "list Google's published installer/daemon pairs under pairs:") {
 		for i, p := range r.Pairs {
-			pp := path{"pairs"}.index(i)
+			pp := path("pairs").index(i)
 			if c.require(pp.key("date"), p.Date, "set it to the release note's date, YYYY-MM-DD") {
 				if _, err := time.Parse(dateLayout, p.Date); err != nil {
 					c.add(pp.key("date"), fmt.Sprintf("%s is not a date", quote(p.Date)), "write it as YYYY-MM-DD, e.g. 2026-01-09", err)
@@ -289,7 +290,7 @@ func (r *Releases) validate(c *checker) {
 				continue
 			}
 			if first, dup := installers[p.Installer]; dup {
-				line, _ := c.lines.line(path{"pairs"}.index(first))
+				line, _ := c.lines.Line(string(path("pairs").index(first)))
 				c.add(pp.key("installer"), fmt.Sprintf("%s is already listed at line %d", quote(p.Installer), line),
 					"keep one row per installer release; an installer is published with exactly one daemon", nil)
 				continue
@@ -300,13 +301,13 @@ func (r *Releases) validate(c *checker) {
 
 	configs := map[string]int{}
 	for i, cfg := range r.NCCLConfigs {
-		cp := path{"ncclConfigs"}.index(i)
+		cp := path("ncclConfigs").index(i)
 		if c.tag(cp.key("installer"), cfg.Installer, "the installer version this list was published for") {
 			if _, ok := installers[cfg.Installer]; !ok {
 				c.add(cp.key("installer"), fmt.Sprintf("%s is not an installer listed under pairs", quote(cfg.Installer)),
 					fmt.Sprintf("add its published pair first, or correct the tag (listed: %s)", strings.Join(r.PublishedInstallers(), ", ")), nil)
 			} else if first, dup := configs[cfg.Installer]; dup {
-				line, _ := c.lines.line(path{"ncclConfigs"}.index(first))
+				line, _ := c.lines.Line(string(path("ncclConfigs").index(first)))
 				c.add(cp.key("installer"), fmt.Sprintf("%s already has an NCCL config at line %d", quote(cfg.Installer), line),
 					"keep one list per installer version", nil)
 			} else {
@@ -329,7 +330,7 @@ func (r *Releases) validate(c *checker) {
 					c.add(ep.key("name"), fmt.Sprintf("%s is not a valid environment variable name", quote(env.Name)),
 						"use letters, digits and '_', not starting with a digit", nil)
 				case dup:
-					line, _ := c.lines.line(cp.key("env").index(first))
+					line, _ := c.lines.Line(string(cp.key("env").index(first)))
 					c.add(ep.key("name"), fmt.Sprintf("%s is already set at line %d", quote(env.Name), line),
 						"keep one entry per variable; a pod spec with both keeps only the last", nil)
 				default:

@@ -21,7 +21,7 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/e2e/harness"
 	"github.com/tcpxogen/tcpxogen/internal/markdown"
-	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/runtimes/admission"
 	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
 	"github.com/tcpxogen/tcpxogen/validators/schema"
@@ -111,7 +111,7 @@ func guideTrainJobs(t *testing.T, ns string) (pitfalls, lintOnly, correct []*uns
 	for _, b := range markdown.YAMLBlocks(data) {
 		for _, doc := range documents(b.Content) {
 			u, err := decode(doc)
-			if err != nil || u.GetKind() != trainer.TrainJobKind || mustRef(u) != runtimes.RuntimeName {
+			if err != nil || u.GetKind() != trainer.TrainJobKind || mustRef(u) != names.Runtime {
 				continue
 			}
 			u.SetNamespace(ns)

@@ -26,6 +26,7 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/e2e/harness"
 	"github.com/tcpxogen/tcpxogen/internal/markdown"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/internal/wiring"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
@@ -68,7 +69,7 @@ func TestShippedRuntime(t *testing.T) {
 // per binary (it is cluster-scoped) and returns it as stored.
 func installShippedRuntime(t *testing.T, ctx context.Context) *trainer.ClusterTrainingRuntime {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(repoRoot, "runtimes", runtimes.RuntimeName+".yaml"))
+	data, err := os.ReadFile(filepath.Join(repoRoot, "runtimes", names.Runtime+".yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func installShippedRuntime(t *testing.T, ctx context.Context) *trainer.ClusterTr
 		t.Fatalf("applying the shipped runtime: %v", err)
 	}
 	rt := &trainer.ClusterTrainingRuntime{}
-	if err := cp.Client.Get(ctx, client.ObjectKey{Name: runtimes.RuntimeName}, rt); err != nil {
+	if err := cp.Client.Get(ctx, client.ObjectKey{Name: names.Runtime}, rt); err != nil {
 		t.Fatal(err)
 	}
 	return rt
@@ -123,13 +124,13 @@ func TestGuideExamples(t *testing.T) {
 	trainJobs := 0
 	for _, b := range blocks {
 		for _, doc := range documents(b.Content) {
-			if u, err := decode(doc); err == nil && u.GetKind() == trainer.TrainJobKind && mustRef(u) == runtimes.RuntimeName {
+			if u, err := decode(doc); err == nil && u.GetKind() == trainer.TrainJobKind && mustRef(u) == names.Runtime {
 				trainJobs++
 			}
 		}
 	}
 	if trainJobs < 5 {
-		t.Fatalf("only %d TrainJobs of %s in the guide", trainJobs, runtimes.RuntimeName)
+		t.Fatalf("only %d TrainJobs of %s in the guide", trainJobs, names.Runtime)
 	}
 	for _, b := range blocks {
 		t.Run(fmt.Sprintf("line-%d", b.Line), func(t *testing.T) {
@@ -150,7 +151,7 @@ func TestGuideExamples(t *testing.T) {
 					namespace(t, ctx, u.GetNamespace())
 				}
 				ref, _, _ := unstructured.NestedString(u.Object, "spec", "runtimeRef", "name")
-				if u.GetKind() == trainer.TrainJobKind && ref != runtimes.RuntimeName {
+				if u.GetKind() == trainer.TrainJobKind && ref != names.Runtime {
 					// A TrainJob of another runtime (EKS, AKS) or a
 					// namespaced one: admission is the proof; a server-side
 					// dry run runs the schema and every webhook.

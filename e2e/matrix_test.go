@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/internal/wiring"
-	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/validators/realize"
 )
 
@@ -55,7 +55,7 @@ func TestMatrixAgainstControllers(t *testing.T) {
 			}
 			ns := namespace(t, ctx, "matrix-"+c.Name)
 			rt, job := matrixInputs(t, c, ns)
-			if rt.GetName() != runtimes.RuntimeName {
+			if rt.GetName() != names.Runtime {
 				if err := cp.Client.Create(ctx, rt.DeepCopyObject().(client.Object), strict); err != nil {
 					t.Fatalf("applying the row's runtime %s: %v", rt.GetName(), err)
 				}

@@ -19,6 +19,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/tcpxogen/tcpxogen/e2e/harness"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 
 	"github.com/tcpxogen/tcpxogen/runtimes"
 )
@@ -163,7 +164,7 @@ func TestValidatePreflights(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 		}
-		for _, want := range []string{"shipped runtime: ClusterTrainingRuntime " + runtimes.RuntimeName + ": ok", "GPU pool", "cluster fabric (tcpxogen check cluster): ok"} {
+		for _, want := range []string{"shipped runtime: ClusterTrainingRuntime " + names.Runtime + ": ok", "GPU pool", "cluster fabric (tcpxogen check cluster): ok"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("plan lacks %q:\n%s", want, out)
 			}
@@ -272,7 +273,7 @@ func TestValidateCleanupAfterFailure(t *testing.T) {
 
 	// Nothing else touched.
 	after := &trainer.ClusterTrainingRuntime{}
-	if err := cp.Client.Get(ctx, client.ObjectKey{Name: runtimes.RuntimeName}, after); err != nil {
+	if err := cp.Client.Get(ctx, client.ObjectKey{Name: names.Runtime}, after); err != nil {
 		t.Fatalf("the shipped runtime is gone: %v", err)
 	}
 	if after.ResourceVersion != shipped.ResourceVersion {

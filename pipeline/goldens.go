@@ -5,6 +5,7 @@ import (
 	"path"
 
 	"github.com/tcpxogen/tcpxogen/internal/emit"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/pipeline/docgen"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/admission"
@@ -26,7 +27,7 @@ func Render(root string, in *runtimes.Inputs) (map[string][]byte, error) {
 		return nil, err
 	}
 	files := map[string][]byte{}
-	header := append(runtimes.GoldenHeader(in.Facts, runtimes.RuntimeName),
+	header := append(runtimes.GoldenHeader(in.Facts, names.Runtime),
 		"EXAMPLE VALUES: the networking.gke.io/interfaces networks below are examples.",
 		"Render the runtime for your cluster with:",
 		"  tcpxogen render runtime --interfaces eth1=<network>,...,eth8=<network>")

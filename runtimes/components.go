@@ -10,18 +10,17 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tcpxogen/tcpxogen/internal/facts"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 )
 
-// Component names; the coupling check and the docs refer to them.
+// Component names; the coupling check and the docs refer to them. The
+// installer's DaemonSet and container, the namespace and the pod label are
+// in package names, which check cluster reads them from.
 const (
-	InstallerName   = "nccl-tcpxo-installer"
-	InjectorName    = "device-injector"
-	SystemNamespace = "kube-system"
+	InjectorName = "device-injector"
 
 	// PrepareContainer is the installer's host preparation step.
 	PrepareContainer = "pre-installation"
-	// InstallerContainer runs the installer image's entrypoint.
-	InstallerContainer = "nccl-tcpxo-installer"
 
 	// installDir is where the installer entrypoint (`install
 	// --install-nccl`) puts the plugin and NCCL libraries.
@@ -93,14 +92,14 @@ func nodeAffinity(req corev1.NodeSelectorRequirement) *corev1.Affinity {
 // daemonSet is a node-level system DaemonSet: on the host's network and PID
 // namespaces, tolerating every taint, never preempted.
 func daemonSet(name string, affinity *corev1.Affinity, spec corev1.PodSpec) *appsv1.DaemonSet {
-	labels := map[string]string{"k8s-app": name}
+	labels := map[string]string{names.AppLabel: name}
 	spec.Affinity = affinity
 	spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
 	spec.PriorityClassName = "system-node-critical"
 	spec.HostNetwork, spec.HostPID = true, true
 	return &appsv1.DaemonSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: SystemNamespace, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: names.ComponentsNamespace, Labels: labels},
 		Spec: appsv1.DaemonSetSpec{
 			Selector:       &metav1.LabelSelector{MatchLabels: labels},
 			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType},
@@ -145,7 +144,7 @@ func shellQuote(s string) string {
 // visible. The preparation uses the pinned installer image (Ubuntu, with sh
 // and nsenter) rather than the unpinned ubuntu image Google's sample uses.
 func installer(in *Inputs) *appsv1.DaemonSet {
-	return daemonSet(InstallerName, nodeAffinity(corev1.NodeSelectorRequirement{Key: AcceleratorLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{AcceleratorValue}}), corev1.PodSpec{
+	return daemonSet(names.InstallerDaemonSet, nodeAffinity(corev1.NodeSelectorRequirement{Key: AcceleratorLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{AcceleratorValue}}), corev1.PodSpec{
 		InitContainers: []corev1.Container{
 			{
 				Name:            PrepareContainer,
@@ -154,7 +153,7 @@ func installer(in *Inputs) *appsv1.DaemonSet {
 				SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
 			},
 			{
-				Name:            InstallerContainer,
+				Name:            names.InstallerContainer,
 				Image:           in.Facts.InstallerImage,
 				Command:         []string{"/bin/sh", "-c", InstallCommand(in.Facts)},
 				Resources:       cpuRequest(150),

@@ -14,6 +14,7 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/tcpxogen/tcpxogen/internal/facts"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 )
 
 // The expectations below are Google's published node side
@@ -51,7 +52,7 @@ func hostPath(spec corev1.PodSpec, volume string) string {
 
 func TestInstallerPreparesTheHostFirst(t *testing.T) {
 	in := loadInputs(t)
-	spec := componentsByName(t)[InstallerName]
+	spec := componentsByName(t)[names.InstallerDaemonSet]
 	if !spec.HostNetwork || !spec.HostPID {
 		t.Errorf("installer pod hostNetwork=%v hostPID=%v: nsenter into PID 1 and the iptables rule need both", spec.HostNetwork, spec.HostPID)
 	}
@@ -68,7 +69,7 @@ func TestInstallerPreparesTheHostFirst(t *testing.T) {
 	if prep.SecurityContext == nil || prep.SecurityContext.Privileged == nil || !*prep.SecurityContext.Privileged {
 		t.Errorf("%s must be privileged to nsenter the host", PrepareContainer)
 	}
-	inst := container(t, spec.InitContainers, InstallerContainer)
+	inst := container(t, spec.InitContainers, names.InstallerContainer)
 	script := strings.Join(inst.Command, " ")
 	for _, want := range []string{strings.Join(in.Facts.InstallerEntrypoint, " ") + " install --install-nccl", "cp -r /var/lib/tcpxo/lib64/. " + in.Facts.LibDir} {
 		if !strings.Contains(script, want) {

@@ -5,17 +5,18 @@ import (
 	"strings"
 
 	"github.com/tcpxogen/tcpxogen/internal/facts"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 )
 
 // Golden paths, relative to the module root.
 const (
-	GoldenRuntime    = "runtimes/" + RuntimeName + ".yaml"
+	GoldenRuntime    = "runtimes/" + names.Runtime + ".yaml"
 	GoldenComponents = "runtimes/components.yaml"
 	// GoldenBenchmark is the NCCL benchmark derived from the shipped runtime
 	// (package derive writes it; the coupling check holds it to the
 	// derivation).
-	GoldenBenchmark = "runtimes/nccl-tests-tcpxo.yaml"
+	GoldenBenchmark = "runtimes/" + names.Benchmark + ".yaml"
 )
 
 // ExampleInterfaces is the mapping the golden runtime is rendered with. The

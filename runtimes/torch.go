@@ -15,11 +15,9 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/internal/facts"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 )
-
-// RuntimeName is the ClusterTrainingRuntime users reference from a TrainJob.
-const RuntimeName = "torch-distributed-tcpxo"
 
 // FrameworkLabel tells the Kubeflow SDK which framework a runtime runs.
 const FrameworkLabel = "trainer.kubeflow.org/framework"
@@ -146,7 +144,7 @@ func TorchRuntime(in *Inputs, opts Options) (*trainer.ClusterTrainingRuntime, er
 	return &trainer.ClusterTrainingRuntime{
 		TypeMeta: metav1.TypeMeta{APIVersion: trainer.GroupVersion.String(), Kind: trainer.ClusterTrainingRuntimeKind},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:   RuntimeName,
+			Name:   names.Runtime,
 			Labels: map[string]string{FrameworkLabel: "torch"},
 		},
 		Spec: trainer.TrainingRuntimeSpec{

@@ -10,13 +10,16 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tcpxogen/tcpxogen/internal/facts"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 )
 
 // Names of the wiring, shared by the runtime, the benchmark derivation and
 // the documentation.
 const (
-	DaemonContainer = "tcpxo-daemon"
+	// DaemonContainer is names.DaemonContainer under the wiring's name,
+	// beside the wiring's other names.
+	DaemonContainer = names.DaemonContainer
 	NodeContainer   = "node"
 
 	AnnotationDefaultInterface = "networking.gke.io/default-interface"

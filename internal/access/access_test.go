@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
-	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 )
 
 func bind(t *testing.T, l List, ns string, rows ...string) Binding {
@@ -34,12 +34,6 @@ func bind(t *testing.T, l List, ns string, rows ...string) Binding {
 		t.Fatal(err)
 	}
 	return b
-}
-
-func TestShippedRuntimeName(t *testing.T) {
-	if shippedRuntime != runtimes.RuntimeName {
-		t.Errorf("validate's list names ClusterTrainingRuntime %s, the shipped runtime is %s", shippedRuntime, runtimes.RuntimeName)
-	}
 }
 
 // The binding allows what RBAC would: a namespaced rule only in the bound
@@ -81,7 +75,7 @@ func TestBindingAllowsAsRBACDoes(t *testing.T) {
 	install := bind(t, Validate, "bench", InstallTrainer)
 	for _, req := range []Request{
 		{Verb: "create", Group: "trainer.kubeflow.org", Resource: "clustertrainingruntimes"},
-		{Verb: "delete", Group: "trainer.kubeflow.org", Resource: "clustertrainingruntimes", Name: runtimes.RuntimeName},
+		{Verb: "delete", Group: "trainer.kubeflow.org", Resource: "clustertrainingruntimes", Name: names.Runtime},
 		{Verb: "create", Group: "apps", Resource: "deployments", Namespace: "kubeflow-system"},
 	} {
 		if !install.Allows(req) {

@@ -1,6 +1,10 @@
 package access
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/tcpxogen/tcpxogen/internal/names"
+)
 
 // The API groups the lists name.
 const (
@@ -22,11 +26,6 @@ var trainerCRDs = []string{
 	"clustertrainingruntimes.trainer.kubeflow.org",
 	"jobsets.jobset.x-k8s.io",
 }
-
-// shippedRuntime is the ClusterTrainingRuntime validate reads (and, in the
-// install row, applies and deletes): runtimes.RuntimeName, spelled out
-// because this package sits below runtimes; a test holds the two together.
-const shippedRuntime = "torch-distributed-tcpxo"
 
 // InstallTrainer is validate's row for the trainer lifecycle's install
 // policy (the recipe does not declare Kubeflow Trainer and the cluster has
@@ -57,12 +56,12 @@ var Validate = List{
 			For: "check the recipe's GPU-NIC Networks are Ready Device networks (as check cluster does)"},
 		{Verbs: []string{"list"}, Group: groupGKENetworks, Resource: "gkenetworkparamsets", Scope: ClusterWide,
 			For: "check each GPU-NIC Network's GKENetworkParamSet is Ready (as check cluster does)"},
-		{Verbs: []string{"list"}, Group: groupCore, Resource: "pods", Scope: InNamespace, Namespace: InstallerNamespace,
+		{Verbs: []string{"list"}, Group: groupCore, Resource: "pods", Scope: InNamespace, Namespace: names.ComponentsNamespace,
 			For: "check the NCCL plugin installer's pod on each GPU node runs the pinned installer (as check cluster does)"},
 		{Verbs: []string{"get"}, Group: groupCore, Resource: "namespaces", ResourceNames: []string{TheNamespace}, Scope: ClusterWide,
 			For: "check the benchmark's namespace exists"},
-		{Verbs: []string{"get"}, Group: groupTrainer, Resource: "clustertrainingruntimes", ResourceNames: []string{shippedRuntime}, Scope: ClusterWide,
-			For: "read the deployed " + shippedRuntime + " the benchmark is derived from"},
+		{Verbs: []string{"get"}, Group: groupTrainer, Resource: "clustertrainingruntimes", ResourceNames: []string{names.Runtime}, Scope: ClusterWide,
+			For: "read the deployed " + names.Runtime + " the benchmark is derived from"},
 		{Verbs: []string{"create", "get", "delete"}, Group: groupTrainer, Resource: "trainingruntimes", Scope: InNamespace,
 			For: "create the derived benchmark runtime, read it back when a create gets no answer, and delete it afterwards"},
 		{Verbs: []string{"create", "get", "delete"}, Group: groupTrainer, Resource: "trainjobs", Scope: InNamespace,
@@ -78,7 +77,7 @@ var Validate = List{
 		Rules: []Rule{
 			{Verbs: []string{"create"}, Group: groupTrainer, Resource: "clustertrainingruntimes", Scope: ClusterWide,
 				For: "apply the shipped runtime as the recipe renders it on the trainer just installed"},
-			{Verbs: []string{"get", "delete"}, Group: groupTrainer, Resource: "clustertrainingruntimes", ResourceNames: []string{shippedRuntime}, Scope: ClusterWide,
+			{Verbs: []string{"get", "delete"}, Group: groupTrainer, Resource: "clustertrainingruntimes", ResourceNames: []string{names.Runtime}, Scope: ClusterWide,
 				For: "delete the shipped runtime it applied (reading it back first when its create got no answer)"},
 			{Verbs: []string{"create", "get", "delete"}, Group: groupCore, Resource: "namespaces", Scope: ClusterWide,
 				For: "create and delete the trainer's namespace"},
@@ -110,10 +109,6 @@ var Validate = List{
 	}},
 }
 
-// InstallerNamespace is where the NCCL plugin installer DaemonSet runs
-// (runtimes/components.yaml).
-const InstallerNamespace = "kube-system"
-
 // readNetworks are what `discover` reads: the GPU nodes and GKE's
 // multi-network objects.
 var readNetworks = []Rule{
@@ -129,7 +124,7 @@ var readNetworks = []Rule{
 var Discover = List{
 	Command:          "discover",
 	Namespace:        "the namespace the NCCL plugin installer runs in",
-	DefaultNamespace: InstallerNamespace,
+	DefaultNamespace: names.ComponentsNamespace,
 	Rules:            readNetworks,
 }
 
@@ -138,10 +133,10 @@ var Discover = List{
 var CheckCluster = List{
 	Command:          "check-cluster",
 	Namespace:        "the namespace the NCCL plugin installer runs in",
-	DefaultNamespace: InstallerNamespace,
+	DefaultNamespace: names.ComponentsNamespace,
 	Rules: append(slices.Clone(readNetworks),
 		Rule{Verbs: []string{"list"}, Group: groupCore, Resource: "pods", Scope: InNamespace,
 			For: "read the installer's pods and their images"},
-		Rule{Verbs: []string{"get"}, Group: groupTrainer, Resource: "clustertrainingruntimes", ResourceNames: []string{shippedRuntime}, Scope: ClusterWide,
-			For: "read the deployed " + shippedRuntime + "'s tcpxo-daemon"}),
+		Rule{Verbs: []string{"get"}, Group: groupTrainer, Resource: "clustertrainingruntimes", ResourceNames: []string{names.Runtime}, Scope: ClusterWide,
+			For: "read the deployed " + names.Runtime + "'s " + names.DaemonContainer}),
 }

@@ -63,7 +63,18 @@ func (f *remoteFetcher) getPuller() (*remote.Puller, error) {
 	if f.puller != nil {
 		return f.puller, nil
 	}
-	o := f.opts
+	p, err := newPuller(f.opts, f.ref.Context())
+	if err != nil {
+		return nil, err
+	}
+	f.puller = p
+	return p, nil
+}
+
+// newPuller is the one registry client: every registry read, the image
+// sources' and Head's and Config's, goes through a puller built here from
+// the same options.
+func newPuller(o *options, repo name.Repository) (*remote.Puller, error) {
 	rt := o.transport
 	if rt == nil {
 		rt = remote.DefaultTransport
@@ -85,9 +96,8 @@ func (f *remoteFetcher) getPuller() (*remote.Puller, error) {
 		remote.WithRetryStatusCodes(retryStatusCodes...),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("configure registry client for %s: %w", f.ref.Context(), err)
+		return nil, fmt.Errorf("configure registry client for %s: %w", repo, err)
 	}
-	f.puller = p
 	return p, nil
 }
 
@@ -124,25 +134,36 @@ func (f *remoteFetcher) blob(ctx context.Context, h v1.Hash) (io.ReadCloser, err
 // explain turns registry failures into errors that say what to do. The
 // original error stays wrapped for errors.As.
 func (f *remoteFetcher) explain(err error, kind string, h v1.Hash) error {
-	host := f.ref.RegistryStr()
+	root := kind == "manifest" && h.String() == f.ref.DigestStr()
+	return explain(err, f.ref, kind, h.String(), root, f.notFound, f.opts.retries)
+}
+
+// explain is the one wording of a registry failure reading kind id (a
+// manifest or blob, by digest or tag) for ref: a reference that does not
+// exist (root: id is ref's own manifest, fixed as notFound says) or an
+// incomplete copy, the credentials to provide, a registry that kept
+// failing, or the registry's answer. The original error stays wrapped for
+// errors.As.
+func explain(err error, ref name.Reference, kind, id string, root bool, notFound string, retries int) error {
+	host := ref.Context().RegistryStr()
 	var terr *transport.Error
 	if !errors.As(err, &terr) {
-		return fmt.Errorf("fetch %s %s from %s: %w", kind, h, f.ref.Context(), err)
+		return fmt.Errorf("fetch %s %s from %s: %w", kind, id, ref.Context(), err)
 	}
 	switch code := terr.StatusCode; {
 	case code == http.StatusNotFound:
-		if kind == "manifest" && h.String() == f.ref.DigestStr() {
-			return fmt.Errorf("manifest %s not found in %s (%s): %w", h, f.ref.Context(), f.notFound, err)
+		if root {
+			return fmt.Errorf("%s %s not found in %s (%s): %w", kind, id, ref.Context(), notFound, err)
 		}
-		return fmt.Errorf("%s %s referenced by %s not found in %s: the registry holds an incomplete copy of the image; re-push it or %s: %w", kind, h, f.ref, f.ref.Context(), f.notFound, err)
+		return fmt.Errorf("%s %s referenced by %s not found in %s: the registry holds an incomplete copy of the image; re-push it or %s: %w", kind, id, ref, ref.Context(), notFound, err)
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		return fmt.Errorf("authentication to %s failed (%d %s) reading %s: provide credentials that may read the repository: for Artifact Registry or GCR run `gcloud auth configure-docker %s` or set GOOGLE_APPLICATION_CREDENTIALS to a service-account key file; for other registries run `docker login %s`: %w",
-			host, code, http.StatusText(code), f.ref, host, host, err)
+			host, code, http.StatusText(code), ref, host, host, err)
 	case isRetryStatus(code):
 		return fmt.Errorf("registry %s kept failing with %d %s for %s %s after %d attempts: it is unavailable or overloaded; try again later or raise the retry count: %w",
-			host, code, http.StatusText(code), kind, h, f.opts.retries+1, err)
+			host, code, http.StatusText(code), kind, id, retries+1, err)
 	default:
-		return fmt.Errorf("fetch %s %s from %s: registry answered %d %s: %w", kind, h, f.ref.Context(), code, http.StatusText(code), err)
+		return fmt.Errorf("fetch %s %s from %s: registry answered %d %s: %w", kind, id, ref.Context(), code, http.StatusText(code), err)
 	}
 }
 

@@ -1,13 +1,14 @@
 // Package yamlstrict holds the machinery the repository's hand-edited YAML
 // readers share: reading exactly one document, placing yaml.v3's syntax
-// errors on the right line, the structural walk of a document against the
-// reader's Go type (Walk), the one located error type (Error), turning
-// parser panics into rejections, and the pieces of helpful messages
-// (closest-name suggestions, YAML paths, bounded problem lists, quoted user
-// values).
+// errors on the right line (SyntaxError), the structural walk of a document
+// against the reader's Go type (Walk), the strict decode that follows it
+// (DecodeKnown), where a YAML path is written (Locator), the one located
+// error type (Error), turning parser panics into rejections, and the pieces
+// of helpful messages (closest-name suggestions, YAML paths, bounded
+// problem lists, quoted user values).
 //
-// It knows nothing of any reader's wording: each reader words what Walk
-// finds itself, so that its messages stay its own.
+// It knows nothing of any reader's wording beyond "is not valid YAML": each
+// reader words what Walk finds itself, so that its messages stay its own.
 package yamlstrict
 
 import (
@@ -92,4 +93,19 @@ func Recover(fail func(problem string)) {
 	if p := recover(); p != nil {
 		fail(fmt.Sprintf("could not be parsed: the YAML parser failed (%v)", p))
 	}
+}
+
+// DecodeKnown is a strict reader's final word, after a Walk that found
+// nothing: yaml.v3 decodes the first document of data into out (a pointer)
+// and refuses any key out's type has no field for (KnownFields). After a
+// clean Walk it cannot fail on the document's structure, so a
+// *yaml.TypeError from it is a gap in the reader's checks, to be reported
+// rather than swallowed (the reader fails closed); any other error is one
+// yaml.v3 raises only while decoding (excessive aliasing), a syntax error
+// to place with LocateSyntaxError, giving it DecodeKnown itself as the
+// parse.
+func DecodeKnown(data []byte, out any) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	return dec.Decode(out)
 }

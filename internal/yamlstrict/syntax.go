@@ -116,3 +116,14 @@ var SyntaxHints = Hints{
 	{Fragment: "did not find expected ',' or", Fix: "close the bracket or brace opened here, and separate entries with ','"},
 	{Fragment: "did not find expected key", Fix: "align this line with the other keys of its mapping, or start each list entry with '- '"},
 }
+
+// SyntaxError is the one rejection of a document that is not valid YAML:
+// err, a syntax error that parse reported for data, placed on the line it
+// is really on (LocateSyntaxError), with yaml.v3's message in its Problem
+// and, as its Fix, the advice of the first of hints that applies or
+// fallback. The reader fills in File and Path as its other errors have
+// them.
+func SyntaxError(data []byte, err error, parse func([]byte) error, hints Hints, fallback string) *Error {
+	line, msg := LocateSyntaxError(data, err, parse)
+	return &Error{Line: line, Problem: "is not valid YAML (" + msg + ")", Fix: hints.Fix(msg, fallback), Err: err}
+}

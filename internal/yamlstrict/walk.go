@@ -50,9 +50,6 @@ type WalkOptions struct {
 	// Scalar says whether a scalar node may be decoded into a value of type
 	// t (a kind other than struct, slice or map); nil is ScalarDecodes.
 	Scalar func(n *yaml.Node, t reflect.Type) bool
-	// Visit, if set, is called for every value walked, with its key when it
-	// is a mapping value (nil for list entries and the root).
-	Visit func(path string, key, value *yaml.Node)
 }
 
 // Walk checks the node tree of a document against the Go type its reader
@@ -66,7 +63,7 @@ func Walk(root *yaml.Node, t reflect.Type, o WalkOptions) []Finding {
 		o.Scalar = ScalarDecodes
 	}
 	w := &walker{o: o, aliased: map[aliasTarget]bool{}}
-	w.walk(root, nil, t, "")
+	w.walk(root, t, "")
 	return w.found
 }
 
@@ -85,7 +82,7 @@ type aliasTarget struct {
 	t reflect.Type
 }
 
-func (w *walker) walk(n, key *yaml.Node, t reflect.Type, path string) {
+func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) {
 	if n.Kind == yaml.AliasNode || n.Anchor != "" {
 		if !w.o.FollowAliases {
 			w.found = append(w.found, Finding{Kind: AliasUsed, Path: path, Line: n.Line, Node: n})
@@ -99,9 +96,6 @@ func (w *walker) walk(n, key *yaml.Node, t reflect.Type, path string) {
 			return
 		}
 		w.aliased[at] = true
-	}
-	if w.o.Visit != nil {
-		w.o.Visit(path, key, n)
 	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -131,7 +125,7 @@ func (w *walker) walk(n, key *yaml.Node, t reflect.Type, path string) {
 			return
 		}
 		for i, item := range n.Content {
-			w.walk(item, nil, t.Elem(), IndexPath(path, i))
+			w.walk(item, t.Elem(), IndexPath(path, i))
 		}
 	case reflect.Interface:
 		// Anything decodes into an interface.
@@ -166,7 +160,7 @@ func (w *walker) mapping(n *yaml.Node, path string, field func(string) (reflect.
 			w.found = append(w.found, Finding{Kind: UnknownKey, Path: p, Line: k.Line, Node: k, Want: t})
 			continue
 		}
-		w.walk(v, k, ft, p)
+		w.walk(v, ft, p)
 	}
 }
 

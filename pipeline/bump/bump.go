@@ -19,8 +19,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/google"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/generated"
@@ -293,19 +291,18 @@ func (cfg Config) digest(ctx context.Context, spec extract.SourceSpec, flag, rep
 		if err != nil {
 			return "", bad("%s registry: %s:%s is not a reference: %w", flag, repo, tag, err)
 		}
-		kc := cfg.Keychain
-		if kc == nil {
-			kc = authn.NewMultiKeychain(authn.DefaultKeychain, google.Keychain)
+		var opts []imagesource.Option
+		if cfg.Keychain != nil {
+			opts = append(opts, imagesource.WithKeychain(cfg.Keychain))
 		}
-		rt := cfg.Transport
-		if rt == nil {
-			rt = http.DefaultTransport
+		if cfg.Transport != nil {
+			opts = append(opts, imagesource.WithTransport(cfg.Transport))
 		}
-		desc, err := remote.Head(ref, remote.WithContext(ctx), remote.WithAuthFromKeychain(kc), remote.WithTransport(rt))
+		d, err := imagesource.Head(ctx, ref.String(), opts...)
 		if err != nil {
 			return "", bad("%s registry: cannot resolve the digest of %s:%s: %w (log in with gcloud auth configure-docker us-docker.pkg.dev, or rehearse offline with --source testdata; nothing was written)", flag, repo, tag, err)
 		}
-		return desc.Digest.String(), nil
+		return d.String(), nil
 	}
 	return "", bad("%s %s: want registry, testdata or oci-layout:DIR", flag, quote(spec.Raw))
 }

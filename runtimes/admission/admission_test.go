@@ -8,7 +8,7 @@ import (
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 
-	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
 	"github.com/tcpxogen/tcpxogen/validators/schema"
 )
@@ -71,7 +71,7 @@ const job = "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata
 // trainer v2.3.0, which this binary does not link), the exemptions, and the
 // messages' words: the field or variable, why, and the fix.
 func TestRules(t *testing.T) {
-	set := shippedSet(t, Options{Runtimes: []string{runtimes.RuntimeName, "my-tcpxo"}, Exempt: []string{"cpu-only"}})
+	set := shippedSet(t, Options{Runtimes: []string{names.Runtime, "my-tcpxo"}, Exempt: []string{"cpu-only"}})
 	contract, advisory := compile(t, set.Policies[0]), compile(t, set.Policies[1])
 	daemonPatch := job + "  runtimeRef: {name: torch-distributed-tcpxo}\n  trainer: {}\n  runtimePatches:\n  - manager: x.example/y\n    trainingRuntimeSpec:\n      template:\n        spec:\n          replicatedJobs:\n          - name: node\n            template:\n              spec:\n                template:\n                  spec:\n                    initContainers:\n                    - name: tcpxo-daemon\n                      env: [{name: A, value: b}]\n"
 	for name, tc := range map[string]struct {
@@ -113,7 +113,7 @@ func TestBadOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, opts := range []Options{{Runtimes: []string{"Bad_Name"}}, {Exempt: []string{runtimes.RuntimeName}}} {
+	for _, opts := range []Options{{Runtimes: []string{"Bad_Name"}}, {Exempt: []string{names.Runtime}}} {
 		if _, err := Generate(rt, shipped.Facts(), opts); err == nil {
 			t.Errorf("%+v: no error", opts)
 		}

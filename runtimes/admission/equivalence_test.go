@@ -18,6 +18,7 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/markdown"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/internal/wiring"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
@@ -172,7 +173,7 @@ func TestPolicyAgreesWithLint(t *testing.T) {
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &job); err != nil {
 				t.Fatal(err)
 			}
-			if job.Spec.RuntimeRef.Name != runtimes.RuntimeName {
+			if job.Spec.RuntimeRef.Name != names.Runtime {
 				// Not the lint's: the capability advisory alone.
 				if len(denied) != 0 {
 					t.Errorf("the contract judges a TrainJob of %s: %q", job.Spec.RuntimeRef.Name, denied)

@@ -22,13 +22,13 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/internal/facts"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 )
 
 // Defaults of Params.
 const (
-	DefaultName           = "nccl-tests-tcpxo"
 	DefaultNumNodes int32 = 2
 	// DefaultMinBytes and DefaultMaxBytes are the benchmark conventions'
 	// message sizes; the measured value is the busbw at the largest.
@@ -57,7 +57,7 @@ type Params struct {
 	// Namespace is required: a TrainingRuntime is namespaced, and only
 	// TrainJobs in its namespace can reference it.
 	Namespace string
-	// Name defaults to DefaultName.
+	// Name defaults to names.Benchmark.
 	Name string
 	// Image is required: an nccl-tests image with OpenMPI mpirun, sshd and
 	// all_reduce_perf built with MPI=1, pinned as repo:tag@sha256:<64 hex>.
@@ -121,7 +121,7 @@ func parseSize(s string) (uint64, bool) {
 // withDefaults returns p with defaults applied, or every problem at once.
 func (p Params) withDefaults() (Params, error) {
 	if p.Name == "" {
-		p.Name = DefaultName
+		p.Name = names.Benchmark
 	}
 	if p.NumNodes == 0 {
 		p.NumNodes = DefaultNumNodes
@@ -207,7 +207,7 @@ func inspectShipped(shipped *trainer.ClusterTrainingRuntime) (shippedNode, error
 	}
 	fail := func(format string, args ...any) (shippedNode, error) {
 		return shippedNode{}, fmt.Errorf("%w: ClusterTrainingRuntime %q: %s; derive from %s as `tcpxogen render runtime` renders it or as deployed",
-			ErrShipped, shipped.Name, fmt.Sprintf(format, args...), runtimes.RuntimeName)
+			ErrShipped, shipped.Name, fmt.Sprintf(format, args...), names.Runtime)
 	}
 	var pod *corev1.PodTemplateSpec
 	for i := range shipped.Spec.Template.Spec.ReplicatedJobs {

@@ -20,6 +20,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/internal/wiring"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
@@ -111,10 +112,10 @@ func TestDeriveShape(t *testing.T) {
 	if rt.Kind != trainer.TrainingRuntimeKind || rt.APIVersion != trainer.GroupVersion.String() {
 		t.Errorf("type = %s %s, want %s %s", rt.APIVersion, rt.Kind, trainer.GroupVersion, trainer.TrainingRuntimeKind)
 	}
-	if rt.Name != DefaultName || rt.Namespace != testNamespace {
-		t.Errorf("object = %s/%s, want %s/%s", rt.Namespace, rt.Name, testNamespace, DefaultName)
+	if rt.Name != names.Benchmark || rt.Namespace != testNamespace {
+		t.Errorf("object = %s/%s, want %s/%s", rt.Namespace, rt.Name, testNamespace, names.Benchmark)
 	}
-	if got := rt.Annotations[AnnotationDerivedFrom]; got != "ClusterTrainingRuntime/"+runtimes.RuntimeName {
+	if got := rt.Annotations[AnnotationDerivedFrom]; got != "ClusterTrainingRuntime/"+names.Runtime {
 		t.Errorf("%s = %q", AnnotationDerivedFrom, got)
 	}
 	if rt.ResourceVersion != "" || rt.UID != "" || rt.ManagedFields != nil {

@@ -284,9 +284,9 @@ func emptyDocument(line int) error {
 // syntaxError rewords a yaml.v3 syntax error from ParseDocument, with the
 // line it is really on (yaml.v3's own number can be a line early).
 func syntaxError(data []byte, err error) error {
-	line, msg := yamlstrict.LocateSyntaxError(data, err, yamlstrict.ParseAll)
-	return &Error{Line: line, Path: "the document", Problem: "is not valid YAML (" + msg + ")",
-		Fix: yamlstrict.SyntaxHints.Fix(msg, "fix the YAML syntax; the document should be "+yamlShape), Err: err}
+	e := yamlstrict.SyntaxError(data, err, yamlstrict.ParseAll, yamlstrict.SyntaxHints, "fix the YAML syntax; the document should be "+yamlShape)
+	e.Path = "the document"
+	return e
 }
 
 // ValuesYAML is the document ParseYAML reads, for m: what `tcpxogen

@@ -7,6 +7,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/generated"
 	"github.com/tcpxogen/tcpxogen/internal/facts"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/benchmark"
 )
@@ -64,7 +65,7 @@ func (s site) row(kind Kind, rel string, want map[string]string, source, by stri
 func is(v string) map[string]string { return map[string]string{"": v} }
 
 const (
-	daemon = ".spec.initContainers[name=tcpxo-daemon]"
+	daemon = ".spec.initContainers[name=" + names.DaemonContainer + "]"
 	worker = ".spec.containers[name=" + runtimes.NodeContainer + "]"
 )
 
@@ -80,8 +81,8 @@ func Table(in *runtimes.Inputs) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	runtime := site{runtimes.GoldenRuntime, "ClusterTrainingRuntime/" + runtimes.RuntimeName, replicatedPod("node")}
-	benchObject := "TrainingRuntime/nccl-tests-tcpxo"
+	runtime := site{runtimes.GoldenRuntime, "ClusterTrainingRuntime/" + names.Runtime, replicatedPod("node")}
+	benchObject := "TrainingRuntime/" + names.Benchmark
 	benchNode := site{runtimes.GoldenBenchmark, benchObject, replicatedPod("node")}
 	launcher := site{runtimes.GoldenBenchmark, benchObject, replicatedPod("launcher")}
 
@@ -96,7 +97,7 @@ func Table(in *runtimes.Inputs) ([]Row, error) {
 			srcNCCLTest+": nccl-tests run from the installer image (its MPI build of all_reduce_perf and its sshd)", byDerive),
 		benchNode.row(Port, worker+".readinessProbe.tcpSocket.port", is(strconv.Itoa(in.Facts.SSHDPort)),
 			"the installer image's sshd_config (generated/tcpxo SSHDPort): the launcher dials sshd there", byGenerated),
-		site{benchNode.artefact, benchObject, "metadata"}.row(Annotation, `.annotations["tcpxogen.dev/derived-from"]`, is("ClusterTrainingRuntime/"+runtimes.RuntimeName),
+		site{benchNode.artefact, benchObject, "metadata"}.row(Annotation, `.annotations["tcpxogen.dev/derived-from"]`, is("ClusterTrainingRuntime/"+names.Runtime),
 			"tcpxogen's own: the benchmark names the runtime whose wiring it measures, which bom-check's benchmark-wiring rule compares", byDerive),
 		launcher.row(Image, worker+".image", is(in.BOM.Images.Installer.Reference),
 			srcNCCLTest+": mpirun runs from the installer image", byDerive),
@@ -208,10 +209,10 @@ func workerEnv(in *runtimes.Inputs) ([]envRow, error) {
 
 // components are the installer and NRI injector DaemonSets' requirements.
 func components(in *runtimes.Inputs) []Row {
-	inst := site{runtimes.GoldenComponents, "DaemonSet/" + runtimes.InstallerName, "spec.template"}
+	inst := site{runtimes.GoldenComponents, "DaemonSet/" + names.InstallerDaemonSet, "spec.template"}
 	inj := site{runtimes.GoldenComponents, "DaemonSet/" + runtimes.InjectorName, "spec.template"}
 	prep := ".spec.initContainers[name=pre-installation]"
-	install := ".spec.initContainers[name=nccl-tcpxo-installer]"
+	install := ".spec.initContainers[name=" + names.InstallerContainer + "]"
 	injector := ".spec.containers[name=device-injector]"
 	var rows []Row
 	for _, s := range []struct {

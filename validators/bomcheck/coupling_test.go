@@ -18,6 +18,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
 	"github.com/tcpxogen/tcpxogen/internal/atomicfile"
 	"github.com/tcpxogen/tcpxogen/internal/emit"
+	"github.com/tcpxogen/tcpxogen/internal/imagesource"
 	"github.com/tcpxogen/tcpxogen/pipeline"
 	"github.com/tcpxogen/tcpxogen/pipeline/docgen"
 	"github.com/tcpxogen/tcpxogen/pipeline/extract"
@@ -441,7 +442,7 @@ func TestReleaseGate(t *testing.T) {
 	}
 	// Offline, resolution fails and the gate must say it cannot verify.
 	rep = RunRelease(context.Background(), root, ReleaseOptions{Options: Options{Reproduce: pipeline.Reproduce}, Resolve: func(ctx context.Context, ref string) error {
-		return headDigestVia(ctx, ref, refuseAll{})
+		return headDigest(ctx, ref, imagesource.WithTransport(refuseAll{}))
 	}})
 	assertFails(t, rep, "digests-resolve", "cannot verify")
 }

@@ -3,31 +3,28 @@ package bomcheck
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"regexp"
 	"strings"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/google"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/generated"
 	"github.com/tcpxogen/tcpxogen/internal/facts"
+	"github.com/tcpxogen/tcpxogen/internal/imagesource"
 )
 
 // ReleaseOptions tune the release gate.
 type ReleaseOptions struct {
 	Options
-	// Resolve checks that a digest exists in its registry; nil means a
-	// HEAD request with the default and Google keychains.
+	// Resolve checks that a digest exists in its registry; nil means
+	// imagesource.Head (a HEAD request with the default and Google
+	// keychains).
 	Resolve func(ctx context.Context, ref string) error
-	// WorkerConfig reads an image's config from its registry; nil means a
-	// pull of the config blob by digest with the default and Google
-	// keychains (no layer is read).
+	// WorkerConfig reads an image's config from its registry; nil means
+	// imagesource.Config (the config by digest, verified, with the default
+	// and Google keychains; no layer is read).
 	WorkerConfig func(ctx context.Context, ref string) (*v1.ConfigFile, error)
 	// Timeout bounds each registry round trip.
 	Timeout time.Duration
@@ -74,7 +71,7 @@ func checkDigests(ctx context.Context, t *Tree, opts ReleaseOptions) Result {
 	}
 	resolve := opts.Resolve
 	if resolve == nil {
-		resolve = headDigest
+		resolve = func(ctx context.Context, ref string) error { return headDigest(ctx, ref) }
 	}
 	timeout := opts.Timeout
 	if timeout == 0 {
@@ -99,28 +96,12 @@ func checkDigests(ctx context.Context, t *Tree, opts ReleaseOptions) Result {
 
 // headDigest asks the registry whether the pinned digest exists: by digest,
 // so a moved tag cannot answer for it.
-func headDigest(ctx context.Context, ref string) error {
-	return headDigestVia(ctx, ref, http.DefaultTransport)
-}
-
-func headDigestVia(ctx context.Context, ref string, rt http.RoundTripper) error {
-	_, dig, ok := strings.Cut(ref, "@")
-	if !ok {
+func headDigest(ctx context.Context, ref string, opts ...imagesource.Option) error {
+	if !strings.Contains(ref, "@") {
 		return fmt.Errorf("not pinned by digest")
 	}
-	d, err := name.NewDigest(repository(ref) + "@" + dig)
-	if err != nil {
-		return err
-	}
-	kc := authn.NewMultiKeychain(authn.DefaultKeychain, google.Keychain)
-	desc, err := remote.Head(d, remote.WithContext(ctx), remote.WithAuthFromKeychain(kc), remote.WithTransport(rt))
-	if err != nil {
-		return err
-	}
-	if desc.Digest.String() != dig {
-		return fmt.Errorf("registry answered digest %s", desc.Digest)
-	}
-	return nil
+	_, err := imagesource.Head(ctx, ref, opts...)
+	return err
 }
 
 // cudaTag finds the CUDA version a publisher states in a tag, such as
@@ -137,9 +118,7 @@ func checkWorkerCUDAConfig(ctx context.Context, t *Tree, opts ReleaseOptions) Re
 	}
 	fetch := opts.WorkerConfig
 	if fetch == nil {
-		fetch = func(ctx context.Context, ref string) (*v1.ConfigFile, error) {
-			return configVia(ctx, ref, http.DefaultTransport)
-		}
+		fetch = func(ctx context.Context, ref string) (*v1.ConfigFile, error) { return imagesource.Config(ctx, ref) }
 	}
 	timeout := opts.Timeout
 	if timeout == 0 {
@@ -173,23 +152,4 @@ func checkWorkerCUDAConfig(ctx context.Context, t *Tree, opts ReleaseOptions) Re
 			"worker %s is CUDA %s by %s, but %s declares cudaMajor %d", w.Reference, version, from, bom.RepoPath, w.CUDAMajor)
 	}
 	return pass("worker is CUDA %s by %s", version, from)
-}
-
-// configVia reads the config of the image pinned as ref; by digest, so the
-// config is verified against the manifest the digest names.
-func configVia(ctx context.Context, ref string, rt http.RoundTripper) (*v1.ConfigFile, error) {
-	_, dig, ok := strings.Cut(ref, "@")
-	if !ok {
-		return nil, fmt.Errorf("not pinned by digest")
-	}
-	d, err := name.NewDigest(repository(ref) + "@" + dig)
-	if err != nil {
-		return nil, err
-	}
-	kc := authn.NewMultiKeychain(authn.DefaultKeychain, google.Keychain)
-	img, err := remote.Image(d, remote.WithContext(ctx), remote.WithAuthFromKeychain(kc), remote.WithTransport(rt))
-	if err != nil {
-		return nil, err
-	}
-	return img.ConfigFile()
 }

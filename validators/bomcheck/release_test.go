@@ -2,7 +2,6 @@ package bomcheck
 
 import (
 	"context"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/tcpxogen/tcpxogen/internal/imagesource"
 	"github.com/tcpxogen/tcpxogen/internal/registrytest"
 )
 
@@ -63,7 +63,7 @@ func TestWorkerCUDAConfirmedFromTheRegistry(t *testing.T) {
 			opts := ReleaseOptions{
 				Resolve: func(context.Context, string) error { return nil },
 				WorkerConfig: func(ctx context.Context, ref string) (*v1.ConfigFile, error) {
-					return configVia(ctx, local, http.DefaultTransport)
+					return imagesource.Config(ctx, local)
 				},
 			}
 			r := result(RunRelease(context.Background(), root, opts), "worker-cuda-confirmed")

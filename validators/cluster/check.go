@@ -11,17 +11,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 )
 
-// Installer names the NCCL plugin installer as the shipped components run
-// it (runtimes/components.yaml): its DaemonSet's pod label and the init
-// container that installs the plugin.
-const (
-	InstallerLabel     = "k8s-app=nccl-tcpxo-installer"
-	InstallerContainer = "nccl-tcpxo-installer"
-	DaemonContainer    = "tcpxo-daemon"
-)
+// InstallerLabel selects the NCCL plugin installer's pods as the shipped
+// components label them (runtimes/components.yaml).
+const InstallerLabel = names.AppLabel + "=" + names.InstallerDaemonSet
 
 // Level is how bad a finding is.
 type Level string
@@ -122,7 +118,7 @@ func Check(st State, want Expect) []Finding {
 	if want.Mapping.IsZero() && len(mappings) > 1 {
 		var lines []string
 		for m, ns := range mappings {
-			lines = append(lines, fmt.Sprintf("%s on %s", m, names(ns)))
+			lines = append(lines, fmt.Sprintf("%s on %s", m, listNodes(ns)))
 		}
 		slices.Sort(lines)
 		add(Fail, "topology", "", "the nodes disagree on which network sits on which GPU NIC: %s", strings.Join(lines, "; "))
@@ -161,9 +157,9 @@ func checkInstaller(nodes []corev1.Node, st State, want Expect) []Finding {
 			add(Fail, n.Name, "no installer pod (%s) runs on the node: the plugin is not installed there; apply tcpxogen render components", InstallerLabel)
 			continue
 		}
-		img, ok := containerImage(st.InstallerPods[i].Spec.InitContainers, InstallerContainer)
+		img, ok := containerImage(st.InstallerPods[i].Spec.InitContainers, names.InstallerContainer)
 		if !ok {
-			add(Fail, n.Name, "installer pod %s has no %s init container", st.InstallerPods[i].Name, InstallerContainer)
+			add(Fail, n.Name, "installer pod %s has no %s init container", st.InstallerPods[i].Name, names.InstallerContainer)
 			continue
 		}
 		byImage[img] = append(byImage[img], n.Name)
@@ -180,7 +176,7 @@ func checkInstaller(nodes []corev1.Node, st State, want Expect) []Finding {
 	if len(byImage) > 1 {
 		var lines []string
 		for img, ns := range byImage {
-			lines = append(lines, fmt.Sprintf("%s on %s", img, names(ns)))
+			lines = append(lines, fmt.Sprintf("%s on %s", img, listNodes(ns)))
 		}
 		slices.Sort(lines)
 		add(Fail, "", "the nodes run different installers: %s", strings.Join(lines, "; "))
@@ -258,10 +254,10 @@ func driverLabels(nodes []corev1.Node) string {
 	var parts []string
 	for v, ns := range byValue {
 		if v == "" {
-			parts = append(parts, "no "+DriverVersionLabel+" label on "+names(ns))
+			parts = append(parts, "no "+DriverVersionLabel+" label on "+listNodes(ns))
 			continue
 		}
-		parts = append(parts, DriverVersionLabel+"="+v+" on "+names(ns))
+		parts = append(parts, DriverVersionLabel+"="+v+" on "+listNodes(ns))
 	}
 	slices.Sort(parts)
 	return strings.Join(parts, "; ")

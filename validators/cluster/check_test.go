@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tcpxogen/tcpxogen/bom"
-	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 )
 
@@ -27,7 +27,7 @@ func installerPod(node, image string) corev1.Pod {
 	return corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "nccl-tcpxo-installer-" + node, Namespace: "kube-system"},
 		Spec: corev1.PodSpec{NodeName: node, InitContainers: []corev1.Container{
-			{Name: "pre-installation", Image: "ignored"}, {Name: InstallerContainer, Image: image}}},
+			{Name: "pre-installation", Image: "ignored"}, {Name: names.InstallerContainer, Image: image}}},
 	}
 }
 
@@ -221,11 +221,4 @@ func pinning(want Expect, version string) Expect {
 	b.Images.Installer.Version = version
 	want.BOM = &b
 	return want
-}
-
-// The runtime name check cluster reads is the shipped one.
-func TestShippedRuntimeName(t *testing.T) {
-	if ShippedRuntime != runtimes.RuntimeName {
-		t.Errorf("ShippedRuntime %q, runtimes.RuntimeName %q", ShippedRuntime, runtimes.RuntimeName)
-	}
 }

@@ -230,7 +230,7 @@ func Discover(nodes []corev1.Node) (Discovery, error) {
 	if len(order) > 1 {
 		var lines []string
 		for _, m := range order {
-			lines = append(lines, fmt.Sprintf("  %s on %s", m, names(byMapping[m])))
+			lines = append(lines, fmt.Sprintf("  %s on %s", m, listNodes(byMapping[m])))
 		}
 		return d, fmt.Errorf("the nodes disagree on which network sits on which GPU NIC, so no one mapping fits them all:\n%s\nselect one pool with --node-selector, or reprovision the pools alike", strings.Join(lines, "\n"))
 	}
@@ -238,10 +238,10 @@ func Discover(nodes []corev1.Node) (Discovery, error) {
 	return d, nil
 }
 
-// maxNamed bounds how many nodes a message names.
+// maxNamed bounds how many nodes a message names; listNodes names them.
 const maxNamed = 10
 
-func names(ns []string) string {
+func listNodes(ns []string) string {
 	if len(ns) <= maxNamed {
 		return strings.Join(ns, ", ")
 	}

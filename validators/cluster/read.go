@@ -19,6 +19,7 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/internal/access"
 	"github.com/tcpxogen/tcpxogen/internal/kubeconfig"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 )
 
 // DefaultNodeSelector selects A3 Mega GPU nodes by the accelerator label GKE
@@ -156,11 +157,6 @@ func isNotServed(err error) bool {
 	return apierrors.IsNotFound(err)
 }
 
-// ShippedRuntime is the ClusterTrainingRuntime whose tcpxo-daemon check
-// cluster holds to the installer's pair (runtimes.RuntimeName, spelled out
-// here as internal/access does; a test holds them together).
-const ShippedRuntime = "torch-distributed-tcpxo"
-
 // ReadState reads what check cluster judges: the target nodes, the GKE
 // Networks, the installer's pods in namespace, and the deployed shipped
 // runtime's tcpxo-daemon images.
@@ -178,15 +174,15 @@ func ReadState(ctx context.Context, c *Clients, selector, namespace string) (Sta
 		return st, c.Guard.Explain(fmt.Errorf("listing the installer's pods (%s) in namespace %s: %w", InstallerLabel, namespace, err))
 	}
 	st.InstallerPods = pods.Items
-	rt, err := c.Dynamic.Resource(trainerRuntimes).Get(ctx, ShippedRuntime, metav1.GetOptions{})
+	rt, err := c.Dynamic.Resource(trainerRuntimes).Get(ctx, names.Runtime, metav1.GetOptions{})
 	switch {
 	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
 		// Not deployed, or no trainer to deploy it on.
 		return st, nil
 	case err != nil:
-		return st, c.Guard.Explain(fmt.Errorf("reading ClusterTrainingRuntime %s: %w", ShippedRuntime, err))
+		return st, c.Guard.Explain(fmt.Errorf("reading ClusterTrainingRuntime %s: %w", names.Runtime, err))
 	}
-	st.DaemonImages = append([]string{}, imagesOf(rt.Object, DaemonContainer)...)
+	st.DaemonImages = append([]string{}, imagesOf(rt.Object, names.DaemonContainer)...)
 	return st, nil
 }
 

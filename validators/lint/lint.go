@@ -23,6 +23,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/internal/excerpt"
 	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/internal/wiring"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
@@ -259,9 +260,9 @@ func trainJobDocs(name string, reports []schema.Report, lines docLines) ([]train
 			return nil, badInput("%s document %d cannot be read as a TrainJob: %w", name, r.Document, err)
 		}
 		ref := job.Spec.RuntimeRef
-		if ref.Name != runtimes.RuntimeName || ptr.Deref(ref.Kind, trainer.ClusterTrainingRuntimeKind) != trainer.ClusterTrainingRuntimeKind {
+		if ref.Name != names.Runtime || ptr.Deref(ref.Kind, trainer.ClusterTrainingRuntimeKind) != trainer.ClusterTrainingRuntimeKind {
 			return nil, badInput("%s document %d (TrainJob %s) references %s %s, not ClusterTrainingRuntime %s: this lint checks TrainJobs of the shipped runtime",
-				name, r.Document, excerpt.Quote(job.Name), excerpt.Quote(ptr.Deref(ref.Kind, trainer.ClusterTrainingRuntimeKind)), excerpt.Quote(ref.Name), runtimes.RuntimeName)
+				name, r.Document, excerpt.Quote(job.Name), excerpt.Quote(ptr.Deref(ref.Kind, trainer.ClusterTrainingRuntimeKind)), excerpt.Quote(ref.Name), names.Runtime)
 		}
 		docs = append(docs, trainJobDoc{report: r, job: &job})
 	}
@@ -285,7 +286,7 @@ func lintDoc(ctx context.Context, w io.Writer, j *judge, d trainJobDoc, lines do
 	}
 	v, err := realize.Lint(ctx, rt, d.job, j.rules)
 	if err != nil {
-		return nil, fmt.Errorf("realize against %s: %w", runtimes.RuntimeName, err)
+		return nil, fmt.Errorf("realize against %s: %w", names.Runtime, err)
 	}
 	fatal, shown, hidden := 0, 0, 0
 	for _, c := range v.Changes {

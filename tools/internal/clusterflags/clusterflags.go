@@ -10,6 +10,7 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/internal/access"
 	"github.com/tcpxogen/tcpxogen/internal/kubeconfig"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/tools/internal/cli"
 	"github.com/tcpxogen/tcpxogen/validators/cluster"
 )
@@ -25,8 +26,8 @@ func Add(fs *pflag.FlagSet) ConnectFlags {
 	return ConnectFlags{
 		Kubeconfig:   fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the pod's service account)"),
 		Context:      fs.String("context", "", "kubeconfig context (default: the current context)"),
-		Namespace:    fs.String("namespace", access.InstallerNamespace, "the namespace the NCCL plugin installer runs in"),
-		NodeSelector: fs.String("node-selector", cluster.DefaultNodeSelector, "label selector of the target GPU nodes"),
+		Namespace:    fs.String("namespace", names.ComponentsNamespace, "the namespace the NCCL plugin installer runs in"),
+		NodeSelector: fs.String("node-selector", cluster.DefaultNodeSelector, "label selector of the target GPU nodes, in any form kubectl get -l takes (a=b,c!=d, a in (x,y), !a)"),
 	}
 }
 

@@ -1,7 +1,6 @@
 package recipe
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"reflect"
@@ -24,18 +23,15 @@ import (
 //     gap in the walk can cost a precise message but never admit a field the
 //     types do not have.
 //
-// The walk also records each path's node, so the semantic checks that follow
-// can point at the line of the value they reject.
+// The parse also locates each path, so the semantic checks that follow can
+// point at the line of the value they reject.
 type decoder struct {
 	file  string
 	errs  []*Error
-	nodes map[string]*yaml.Node // YAML path → value node ("" is the root)
-	keys  map[string]int        // YAML path → line of its key, for mapping fields
+	lines *yamlstrict.Locator
 }
 
-func newDecoder(file string) *decoder {
-	return &decoder{file: file, nodes: map[string]*yaml.Node{}, keys: map[string]int{}}
-}
+func newDecoder(file string) *decoder { return &decoder{file: file} }
 
 // add records a problem at the line of path's node, or of its nearest
 // recorded ancestor when path itself is absent (a missing field is reported
@@ -53,21 +49,11 @@ func (d *decoder) addAt(line int, path, problem, fix string) *Error {
 func (d *decoder) result() error { return joinErrors(d.file, d.errs) }
 
 // lineOf returns the line of path's key (or, for list entries, of the
-// entry), walking up to the nearest ancestor the document has. The key line
-// is preferred because a list or mapping value starts on the line after it.
+// entry), or of the nearest ancestor the document has. The key line is
+// preferred because a list or mapping value starts on the line after it.
 func (d *decoder) lineOf(path string) int {
-	for {
-		if line, ok := d.keys[path]; ok {
-			return line
-		}
-		if n, ok := d.nodes[path]; ok {
-			return n.Line
-		}
-		if path == "" {
-			return 0
-		}
-		path = yamlstrict.ParentPath(path)
-	}
+	line, _ := d.lines.Line(path)
+	return line
 }
 
 // joinPath is yamlstrict.JoinPath under the name validate.go uses.
@@ -114,7 +100,8 @@ func (d *decoder) decode(data []byte) (r *Recipe, ok bool) {
 		return nil, false
 	}
 
-	for _, f := range yamlstrict.Walk(root, reflect.TypeFor[Recipe](), yamlstrict.WalkOptions{Scalar: recipeScalar, Visit: d.visit}) {
+	d.lines = yamlstrict.NewLocator(root)
+	for _, f := range yamlstrict.Walk(root, reflect.TypeFor[Recipe](), yamlstrict.WalkOptions{Scalar: recipeScalar}) {
 		d.finding(f)
 	}
 	if len(d.errs) > 0 {
@@ -122,9 +109,7 @@ func (d *decoder) decode(data []byte) (r *Recipe, ok bool) {
 	}
 
 	r = &Recipe{}
-	strict := yaml.NewDecoder(bytes.NewReader(data))
-	strict.KnownFields(true)
-	if err := strict.Decode(r); err != nil {
+	if err := yamlstrict.DecodeKnown(data, r); err != nil {
 		// Unreachable while the walk covers the types; reported, not
 		// swallowed, so that a gap fails closed.
 		d.addAt(yamlErrorLine(err), "", "could not be decoded ("+err.Error()+")",
@@ -132,15 +117,6 @@ func (d *decoder) decode(data []byte) (r *Recipe, ok bool) {
 		return nil, false
 	}
 	return r, true
-}
-
-// visit records where each value (and its key) is written, so the semantic
-// checks can point at the line of the value they reject.
-func (d *decoder) visit(path string, key, value *yaml.Node) {
-	d.nodes[path] = value
-	if key != nil {
-		d.keys[path] = key.Line
-	}
 }
 
 // finding words a structural problem of the document.
@@ -222,7 +198,7 @@ var syntaxHints = append(yamlstrict.Hints{
 // syntaxError records a yaml.v3 syntax error from ParseDocument, with the
 // line it is really on (yaml.v3's own number can be a line early).
 func (d *decoder) syntaxError(data []byte, err error) {
-	line, msg := yamlstrict.LocateSyntaxError(data, err, yamlstrict.ParseAll)
-	e := d.addAt(line, "", "is not valid YAML ("+msg+")", syntaxHints.Fix(msg, "fix the YAML syntax; a recipe has "+shape))
-	e.Err = err
+	e := yamlstrict.SyntaxError(data, err, yamlstrict.ParseAll, syntaxHints, "fix the YAML syntax; a recipe has "+shape)
+	e.File = d.file
+	d.errs = append(d.errs, e)
 }

@@ -23,6 +23,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/tcpxogen/tcpxogen/internal/interrupt"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/internal/wiring"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/benchmark"
@@ -123,10 +124,10 @@ func (v *validation) benchmark(ctx context.Context, cl *Clients, s streams) (err
 			return err
 		}
 		if bench, err = benchmark.Derive(source, v.params); err != nil {
-			return fmt.Errorf("deriving the benchmark from the applied %s: %w", runtimes.RuntimeName, err)
+			return fmt.Errorf("deriving the benchmark from the applied %s: %w", names.Runtime, err)
 		}
 		if diffs := benchmark.WiringEqual(source, bench); len(diffs) > 0 {
-			return fmt.Errorf("the derived benchmark's wiring differs from %s, which is a bug in tcpxogen's derivation; please report it:\n  %s", runtimes.RuntimeName, strings.Join(diffs, "\n  "))
+			return fmt.Errorf("the derived benchmark's wiring differs from %s, which is a bug in tcpxogen's derivation; please report it:\n  %s", names.Runtime, strings.Join(diffs, "\n  "))
 		}
 		bench.Labels[RunLabel] = v.runID
 	}
@@ -197,12 +198,12 @@ func (v *validation) benchmark(ctx context.Context, cl *Clients, s streams) (err
 // the server stored what was rendered: the agreement check of the install
 // row, made on the object the benchmark is then derived from.
 func (v *validation) readBackShipped(ctx context.Context, cl *Clients) (*trainer.ClusterTrainingRuntime, error) {
-	stored, err := deployedRuntime(ctx, cl, runtimes.RuntimeName)
+	stored, err := deployedRuntime(ctx, cl, names.Runtime)
 	if err != nil {
 		return nil, err
 	}
 	if stored == nil {
-		return nil, fmt.Errorf("ClusterTrainingRuntime %s was created but cannot be read back", runtimes.RuntimeName)
+		return nil, fmt.Errorf("ClusterTrainingRuntime %s was created but cannot be read back", names.Runtime)
 	}
 	sv, err := clusterValidator(ctx, cl)
 	if err != nil {
@@ -210,10 +211,10 @@ func (v *validation) readBackShipped(ctx context.Context, cl *Clients) (*trainer
 	}
 	diffs, err := agreement.Compare(sv, stored, v.rendered)
 	if err != nil {
-		return nil, fmt.Errorf("comparing the applied %s with the render: %w", runtimes.RuntimeName, err)
+		return nil, fmt.Errorf("comparing the applied %s with the render: %w", names.Runtime, err)
 	}
 	if len(diffs) > 0 {
-		return nil, fmt.Errorf("the API server stored %s differently from the render, so the result could not be called evidence about what ships (a trainer or admission webhook changed it?):\n  %s", runtimes.RuntimeName, strings.Join(diffs, "\n  "))
+		return nil, fmt.Errorf("the API server stored %s differently from the render, so the result could not be called evidence about what ships (a trainer or admission webhook changed it?):\n  %s", names.Runtime, strings.Join(diffs, "\n  "))
 	}
 	return stored, nil
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/tcpxogen/tcpxogen/internal/access"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/validators/cluster"
 )
 
@@ -20,7 +20,7 @@ import (
 func (v *validation) checkCluster(ctx context.Context, cl *Clients) error {
 	cc := &cluster.Clients{Kube: cl.Kube, Dynamic: cl.Dynamic, Guard: cl.Guard, Host: cl.Host}
 	want := cluster.Expect{BOM: v.in.BOM, Releases: v.in.Releases, Mapping: v.rec.Interfaces()}
-	findings, err := cluster.RunCheck(ctx, cc, cluster.DefaultNodeSelector, access.InstallerNamespace, want)
+	findings, err := cluster.RunCheck(ctx, cc, cluster.DefaultNodeSelector, names.ComponentsNamespace, want)
 	if err != nil {
 		return fmt.Errorf("reading the GPU nodes' fabric on %s (as tcpxogen check cluster does): %w", cl.Host, err)
 	}

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
-	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/runtimes/benchmark"
 	"github.com/tcpxogen/tcpxogen/validators/performance/agreement"
 	"github.com/tcpxogen/tcpxogen/validators/performance/busbw"
@@ -192,7 +192,7 @@ func (v *validation) checkNamespace(ctx context.Context, cl *Clients) error {
 // recipe → deployed → rendered agreement. It returns nil when there is none
 // to derive from.
 func (v *validation) checkShipped(ctx context.Context, cl *Clients) (*trainer.ClusterTrainingRuntime, error) {
-	title := "shipped runtime: ClusterTrainingRuntime " + runtimes.RuntimeName
+	title := "shipped runtime: ClusterTrainingRuntime " + names.Runtime
 	if v.trainerPlan.Decision.Install {
 		// Nothing can be deployed where the trainer's CRDs are not.
 		v.applyShipped = true
@@ -202,14 +202,14 @@ func (v *validation) checkShipped(ctx context.Context, cl *Clients) (*trainer.Cl
 			"  reads it back, checks that it agrees with the render, and derives the benchmark from what the server stored")
 		return v.rendered, nil
 	}
-	deployed, err := deployedRuntime(ctx, cl, runtimes.RuntimeName)
+	deployed, err := deployedRuntime(ctx, cl, names.Runtime)
 	if err != nil {
 		return nil, err
 	}
 	if deployed == nil {
 		v.section(title+": FAILED", "  not deployed")
 		v.refuse("shipped runtime", "ClusterTrainingRuntime %s is not deployed, so there is no shipped runtime to benchmark: render it from the recipe's mapping and apply it: tcpxogen render runtime --interfaces %s | kubectl apply -f -",
-			runtimes.RuntimeName, v.rec.Interfaces().String())
+			names.Runtime, v.rec.Interfaces().String())
 		return nil, nil
 	}
 	v.deployed = deployed
@@ -219,7 +219,7 @@ func (v *validation) checkShipped(ctx context.Context, cl *Clients) (*trainer.Cl
 	}
 	v.diffs, err = agreement.Compare(sv, deployed, v.rendered)
 	if err != nil {
-		return nil, fmt.Errorf("comparing the deployed %s with the render: %w", runtimes.RuntimeName, err)
+		return nil, fmt.Errorf("comparing the deployed %s with the render: %w", names.Runtime, err)
 	}
 	if len(v.diffs) > 0 {
 		s := v.section(title+": FAILED", fmt.Sprintf("  deployed, but differs from what the recipe's mapping renders in %d place(s):", len(v.diffs)))
@@ -227,7 +227,7 @@ func (v *validation) checkShipped(ctx context.Context, cl *Clients) (*trainer.Cl
 			s.lines = append(s.lines, "    "+d)
 		}
 		v.refuse("shipped runtime", "the deployed ClusterTrainingRuntime %s does not agree with what the recipe's mapping renders, so a benchmark derived from it would not be evidence about what ships:\n    %s\n  re-render it from the recipe and replace the deployed one (tcpxogen render runtime --interfaces %s | kubectl replace -f -), or fix the recipe if the cluster is right",
-			runtimes.RuntimeName, strings.Join(v.diffs, "\n    "), v.rec.Interfaces().String())
+			names.Runtime, strings.Join(v.diffs, "\n    "), v.rec.Interfaces().String())
 		return nil, nil
 	}
 	v.section(title+": ok", "  deployed, and agrees with what the recipe's mapping renders (the spec and the labels and annotations it sets; server fields and CRD defaults ignored)")
@@ -275,23 +275,23 @@ func (v *validation) planBenchmark(source *trainer.ClusterTrainingRuntime) {
 	if err != nil {
 		s.title = "benchmark: FAILED"
 		s.lines = append(s.lines, "  "+err.Error())
-		v.refuse("benchmark", "deriving the benchmark from %s: %v", runtimes.RuntimeName, err)
+		v.refuse("benchmark", "deriving the benchmark from %s: %v", names.Runtime, err)
 		return
 	}
 	if diffs := benchmark.WiringEqual(source, bench); len(diffs) > 0 {
 		// Derive's own guarantee failed: a bug, but the run must not
 		// measure a runtime whose wiring is not the shipped one.
 		s.title = "benchmark: FAILED"
-		v.refuse("benchmark", "the derived benchmark's wiring differs from %s, which is a bug in tcpxogen's derivation; please report it:\n    %s", runtimes.RuntimeName, strings.Join(diffs, "\n    "))
+		v.refuse("benchmark", "the derived benchmark's wiring differs from %s, which is a bug in tcpxogen's derivation; please report it:\n    %s", names.Runtime, strings.Join(diffs, "\n    "))
 		return
 	}
 	bench.Labels[RunLabel] = v.runID
 	v.bench = bench
 	v.trainJob = trainJobFor(bench, v.runID)
 
-	from := "the deployed " + runtimes.RuntimeName
+	from := "the deployed " + names.Runtime
 	if v.applyShipped {
-		from = runtimes.RuntimeName + " as the run will apply it (derived again from what the server stores)"
+		from = names.Runtime + " as the run will apply it (derived again from what the server stores)"
 	}
 	mpi := bench.Spec.MLPolicy.MPI
 	created := []string{
@@ -299,7 +299,7 @@ func (v *validation) planBenchmark(source *trainer.ClusterTrainingRuntime) {
 		fmt.Sprintf("TrainingRuntime %s/%s", bench.Namespace, bench.Name),
 	}
 	if v.applyShipped {
-		created = append(created, "ClusterTrainingRuntime "+runtimes.RuntimeName)
+		created = append(created, "ClusterTrainingRuntime "+names.Runtime)
 	}
 	afterwards := strings.Join(created, ", ")
 	switch {
@@ -340,7 +340,7 @@ func (v *validation) runtimeSourceText() string {
 	case err != nil:
 		return "none: " + err.Error()
 	case v.applyShipped:
-		return string(prov.RuntimeSource) + ", once the applied " + runtimes.RuntimeName + " is read back and agrees with the render (checked before deriving)"
+		return string(prov.RuntimeSource) + ", once the applied " + names.Runtime + " is read back and agrees with the render (checked before deriving)"
 	}
 	return string(prov.RuntimeSource)
 }

@@ -43,6 +43,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/benchmark"
 	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
@@ -177,7 +178,7 @@ func prepare(o Options) (*validation, error) {
 	}
 	rendered, err := runtimes.TorchRuntime(in, runtimes.Options{Interfaces: rec.Interfaces()})
 	if err != nil {
-		return nil, badInput("recipe %s: its configuration does not render %s: %w", o.Recipe, runtimes.RuntimeName, err)
+		return nil, badInput("recipe %s: its configuration does not render %s: %w", o.Recipe, names.Runtime, err)
 	}
 	runID, err := newRunID()
 	if err != nil {
@@ -186,7 +187,7 @@ func prepare(o Options) (*validation, error) {
 	// The benchmark runs from the pinned installer image, as Google's own
 	// nccl-tests samples do; --benchmark-image replaces only the image.
 	params := benchmark.ParamsFor(in.Facts)
-	params.Namespace, params.Name, params.NumNodes = o.Namespace, "nccl-tests-tcpxo-"+runID, int32(o.Nodes)
+	params.Namespace, params.Name, params.NumNodes = o.Namespace, names.Benchmark+"-"+runID, int32(o.Nodes)
 	if o.Image != "" {
 		params.Image = o.Image
 	}
@@ -194,7 +195,7 @@ func prepare(o Options) (*validation, error) {
 		if errors.Is(err, benchmark.ErrParams) {
 			return nil, badInput("benchmark (--benchmark-image, --namespace, --nodes): %w", err)
 		}
-		return nil, fmt.Errorf("the %s rendered from the recipe cannot be benchmarked, which is a bug in tcpxogen: %w", runtimes.RuntimeName, err)
+		return nil, fmt.Errorf("the %s rendered from the recipe cannot be benchmarked, which is a bug in tcpxogen: %w", names.Runtime, err)
 	}
 	if !o.DryRun {
 		if err := writableDir(o.Out); err != nil {

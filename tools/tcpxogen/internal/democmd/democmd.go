@@ -23,6 +23,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/generated"
 	"github.com/tcpxogen/tcpxogen/internal/atomicfile"
 	"github.com/tcpxogen/tcpxogen/internal/inputfile"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/internal/wiring"
 	"github.com/tcpxogen/tcpxogen/pipeline"
 	"github.com/tcpxogen/tcpxogen/pipeline/extract"
@@ -149,10 +150,10 @@ func stepRender(_ context.Context, st *state) error {
 	if err != nil {
 		return err
 	}
-	st.files[runtimes.RuntimeName+".yaml"] = rt
+	st.files[names.Runtime+".yaml"] = rt
 	env := st.runtime.Spec.Template.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0].Env
 	st.lines = append(st.lines, fmt.Sprintf("runtime     %s: %d env variables (the profile's %d, %d reviewed decisions applied), daemon sidecar, 8 GPU NICs",
-		runtimes.RuntimeName, len(env), len(st.res.Facts.DefaultProfile), len(in.Overrides.Overrides)))
+		names.Runtime, len(env), len(st.res.Facts.DefaultProfile), len(in.Overrides.Overrides)))
 	var objs []any
 	for _, ds := range runtimes.Components(in) {
 		objs = append(objs, ds)
@@ -168,7 +169,7 @@ func stepSchema(_ context.Context, st *state) error {
 		return err
 	}
 	n := 0
-	for _, rel := range []string{runtimes.RuntimeName + ".yaml", "components.yaml"} {
+	for _, rel := range []string{names.Runtime + ".yaml", "components.yaml"} {
 		reports, err := v.Validate(st.files[rel])
 		if err != nil {
 			return err
@@ -190,7 +191,7 @@ func sampleTrainJob() *trainer.TrainJob {
 		TypeMeta:   metav1.TypeMeta{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainJobKind},
 		ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "default"},
 		Spec: trainer.TrainJobSpec{
-			RuntimeRef: trainer.RuntimeRef{Name: runtimes.RuntimeName},
+			RuntimeRef: trainer.RuntimeRef{Name: names.Runtime},
 			Trainer:    &trainer.Trainer{NumNodes: ptr.To[int32](2), Command: []string{"torchrun", "train.py"}},
 		},
 	}

@@ -3,6 +3,7 @@ package rendercmd
 import (
 	"context"
 
+	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/admission"
 	"github.com/tcpxogen/tcpxogen/tools/internal/cli"
@@ -13,7 +14,7 @@ func renderPolicy(_ context.Context, args []string, s cli.Streams) error {
 	fs := cli.NewFlags("render policy", "render policy [--enforce] [--runtime NAME]... [--exempt NAME]... [--profile default|simple] [-o yaml|json]", s)
 	root := fs.String("root", "", "repository root whose bom/ to read (default: the checkout around the working directory, else the inputs built into tcpxogen)")
 	enforce := fs.Bool("enforce", false, "bind the contract (what loses the fabric or launches wrong) with Deny; the advisory stays Warn, Audit")
-	rts := fs.StringArray("runtime", nil, "a runtime carrying the TCPXO wiring, judged by the contract and exempt from the capability advisory (repeatable; default "+runtimes.RuntimeName+")")
+	rts := fs.StringArray("runtime", nil, "a runtime carrying the TCPXO wiring, judged by the contract and exempt from the capability advisory (repeatable; default "+names.Runtime+")")
 	exempt := fs.StringArray("exempt", nil, "another runtime whose multi-node TrainJobs get no capability advisory (repeatable)")
 	profile := fs.String("profile", runtimes.ProfileDefault, "the NCCL profile the runtime was rendered with: default or simple")
 	format := fs.StringP("output", "o", "yaml", "output format: yaml or json")

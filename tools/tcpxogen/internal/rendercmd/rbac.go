@@ -8,6 +8,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/tcpxogen/tcpxogen/internal/access"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/tools/internal/cli"
 )
@@ -16,17 +17,17 @@ import (
 // the command's guard holds it to (package access).
 func renderRBAC(_ context.Context, args []string, s cli.Streams) error {
 	lists := access.Lists()
-	names := slices.Sorted(func(yield func(string) bool) {
+	commands := slices.Sorted(func(yield func(string) bool) {
 		for n := range lists {
 			if !yield(n) {
 				return
 			}
 		}
 	})
-	fs := cli.NewFlags("render rbac", "render rbac --for "+strings.Join(names, "|")+" [--install-trainer] [--namespace NS] [--service-account NS/NAME | --user NAME | --group NAME] [-o yaml|json]", s)
-	command := fs.String("for", "", "the command whose permissions to render: "+strings.Join(names, ", ")+" (required)")
+	fs := cli.NewFlags("render rbac", "render rbac --for "+strings.Join(commands, "|")+" [--install-trainer] [--namespace NS] [--service-account NS/NAME | --user NAME | --group NAME] [-o yaml|json]", s)
+	command := fs.String("for", "", "the command whose permissions to render: "+strings.Join(commands, ", ")+" (required)")
 	install := fs.Bool(access.InstallTrainer, false, "validate only: add the ClusterRole for installing and tearing down the pinned Kubeflow Trainer (CRDs, webhooks, cluster roles: as powerful as cluster-admin), needed only when the recipe does not declare the trainer and the cluster has none")
-	namespace := fs.String("namespace", "", "the namespace the command's namespaced rules are granted in (validate: its --namespace, default default; discover and check-cluster: the installer's, default "+access.InstallerNamespace+")")
+	namespace := fs.String("namespace", "", "the namespace the command's namespaced rules are granted in (validate: its --namespace, default default; discover and check-cluster: the installer's, default "+names.ComponentsNamespace+")")
 	sa := fs.String("service-account", "", "bind to this service account, NAMESPACE/NAME (default: tcpxogen-COMMAND in --namespace, rendered too)")
 	user := fs.String("user", "", "bind to this user instead of a service account")
 	group := fs.String("group", "", "bind to this group instead of a service account")
@@ -36,7 +37,7 @@ func renderRBAC(_ context.Context, args []string, s cli.Streams) error {
 	}
 	list, ok := lists[*command]
 	if !ok {
-		return cli.BadInput("--for %q: give the command whose permissions to render, one of %s", *command, strings.Join(names, ", "))
+		return cli.BadInput("--for %q: give the command whose permissions to render, one of %s", *command, strings.Join(commands, ", "))
 	}
 	var rows []string
 	if *install {

@@ -7,7 +7,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/tcpxogen/tcpxogen/internal/access"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/tools/internal/cli"
 )
 
@@ -42,7 +42,7 @@ func TestRenderRBAC(t *testing.T) {
 			}
 			// The benchmark's namespace, and the installer's, where
 			// validate reads the installer's pods.
-			if r.Namespace != "bench" && r.Namespace != access.InstallerNamespace {
+			if r.Namespace != "bench" && r.Namespace != names.ComponentsNamespace {
 				t.Errorf("Role in %q", r.Namespace)
 			}
 		}
@@ -61,7 +61,7 @@ func TestRenderRBAC(t *testing.T) {
 	}
 
 	code, out, _ = render(t, "rbac", "--for", "discover")
-	if code != cli.ExitOK || !strings.Contains(out, "namespace: "+access.InstallerNamespace) || !strings.Contains(out, "networks") {
+	if code != cli.ExitOK || !strings.Contains(out, "namespace: "+names.ComponentsNamespace) || !strings.Contains(out, "networks") {
 		t.Errorf("discover: exit %d\n%.400s", code, out)
 	}
 	for _, bad := range [][]string{

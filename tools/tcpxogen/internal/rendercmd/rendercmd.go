@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +21,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 	"github.com/tcpxogen/tcpxogen/internal/kubeconfig"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/pipeline"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/benchmark"
@@ -61,14 +63,14 @@ func run(ctx context.Context, args []string, s cli.Streams) error {
 }
 
 func renderRuntime(ctx context.Context, args []string, s cli.Streams) error {
-	fs := cli.NewFlags("render runtime", "render runtime (--interfaces eth1=NET,...,eth8=NET | --values FILE | --from-cluster [--kubeconfig F] [--context C]) [--node-selector k=v]... [--toleration key[=value]:Effect]... [--worker-image REF] [--profile default|simple] [-o yaml|json]\n\n--from-cluster reads the mapping as tcpxogen discover does, from the nodes the runtime selects. "+clusterflags.ReadOnlyHelp(access.Discover), s)
+	fs := cli.NewFlags("render runtime", "render runtime (--interfaces eth1=NET,...,eth8=NET | --values FILE | --from-cluster [--kubeconfig F] [--context C]) [--node-selector k=v[,k=v]]... [--toleration key[=value]:Effect]... [--worker-image REF] [--profile default|simple] [-o yaml|json]\n\n--from-cluster reads the mapping as tcpxogen discover does, from the nodes the runtime selects. "+clusterflags.ReadOnlyHelp(access.Discover), s)
 	root := fs.String("root", "", "repository root whose bom/ to read (default: the checkout around the working directory, else the inputs built into tcpxogen)")
 	ifaces := fs.String("interfaces", "", "GPU-NIC to GKE Network mapping: eth1=<network>,...,eth8=<network> (required unless --values or --from-cluster)")
 	values := fs.String("values", "", "YAML file with tcpxoInterfaces: [{interfaceName, network}, ...]")
 	fromCluster := fs.Bool("from-cluster", false, "discover the mapping from the cluster's A3 Mega nodes (tcpxogen discover) and render for it")
 	kubeconfigPath := fs.String("kubeconfig", "", "with --from-cluster: kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the pod's service account)")
 	kubeContext := fs.String("context", "", "with --from-cluster: kubeconfig context (default: the current context)")
-	selectors := fs.StringArray("node-selector", nil, "node selector key=value (repeatable; default cloud.google.com/gke-accelerator=nvidia-h100-mega-80gb)")
+	selectors := fs.StringArray("node-selector", nil, nodeSelectorHelp)
 	tolerations := fs.StringArray("toleration", nil, "toleration key[=value]:Effect (repeatable)")
 	worker := fs.String("worker-image", "", "worker image, pinned by digest (default: the BOM's worker image); it must be built for "+cudaNote(shipped.Facts()))
 	profile := fs.String("profile", runtimes.ProfileDefault, "NCCL profile: default or simple")
@@ -115,11 +117,11 @@ func renderRuntime(ctx context.Context, args []string, s cli.Streams) error {
 // rendered for the cluster's mapping, and the TrainJob that runs it: what
 // validate would run, for users who run it themselves.
 func renderBenchmark(_ context.Context, args []string, s cli.Streams) error {
-	fs := cli.NewFlags("render benchmark", "render benchmark (--interfaces eth1=NET,...,eth8=NET | --values FILE) [--namespace NS] [--nodes N] [--node-selector k=v]... [--toleration key[=value]:Effect]... [--profile default|simple] [--benchmark-image REF] [-o yaml|json]", s)
+	fs := cli.NewFlags("render benchmark", "render benchmark (--interfaces eth1=NET,...,eth8=NET | --values FILE) [--namespace NS] [--nodes N] [--node-selector k=v[,k=v]]... [--toleration key[=value]:Effect]... [--profile default|simple] [--benchmark-image REF] [-o yaml|json]", s)
 	root := fs.String("root", "", "repository root whose bom/ to read (default: the checkout around the working directory, else the inputs built into tcpxogen)")
 	ifaces := fs.String("interfaces", "", "GPU-NIC to GKE Network mapping: eth1=<network>,...,eth8=<network> (required unless --values)")
 	values := fs.String("values", "", "YAML file with tcpxoInterfaces: [{interfaceName, network}, ...]")
-	selectors := fs.StringArray("node-selector", nil, "node selector key=value (repeatable; default cloud.google.com/gke-accelerator=nvidia-h100-mega-80gb)")
+	selectors := fs.StringArray("node-selector", nil, nodeSelectorHelp)
 	tolerations := fs.StringArray("toleration", nil, "toleration key[=value]:Effect (repeatable)")
 	profile := fs.String("profile", runtimes.ProfileDefault, "NCCL profile: default or simple")
 	namespace := fs.String("namespace", "default", "namespace of the benchmark TrainingRuntime and its TrainJob; it must exist")
@@ -145,13 +147,13 @@ func renderBenchmark(_ context.Context, args []string, s cli.Streams) error {
 	switch {
 	case errors.Is(err, benchmark.ErrShipped):
 		// The runtime tcpxogen rendered cannot be benchmarked: not the user's input.
-		return fmt.Errorf("the %s rendered for this mapping cannot be benchmarked, which is a bug in tcpxogen: %w", runtimes.RuntimeName, err)
+		return fmt.Errorf("the %s rendered for this mapping cannot be benchmarked, which is a bug in tcpxogen: %w", names.Runtime, err)
 	case err != nil:
 		return cli.BadInput("%w", err)
 	}
 	fmt.Fprintf(s.Err, "render benchmark: apply both objects in namespace %s; the result is the launcher pod's log (tcpxogen nccl-report --log FILE judges it)\n", *namespace)
 	return write(s, runtimes.Format(*format), []string{
-		fmt.Sprintf("NCCL all_reduce_perf benchmark derived from %s for NCCL plugin installer %s,", runtimes.RuntimeName, in.Facts.PluginVersion),
+		fmt.Sprintf("NCCL all_reduce_perf benchmark derived from %s for NCCL plugin installer %s,", names.Runtime, in.Facts.PluginVersion),
 		"rendered by tcpxogen render benchmark for this cluster's GPU-NIC networks, and the TrainJob that runs it.",
 	}, bench, benchmark.TrainJob(bench))
 }
@@ -255,25 +257,98 @@ func runtimeOptions(ifaces, values string, selectors, tolerations []string, from
 	return opts, err
 }
 
+// nodeSelectorHelp documents render's --node-selector, which shares its
+// name with discover's and check cluster's label selector.
+const nodeSelectorHelp = "node selector: key=value terms, comma-separated or repeated (a=b,c=d); the label selector discover and check cluster take, its equality terms only: the runtime's nodeSelector matches labels by equality, so set-based terms (a!=b, a in (x,y), a notin (x), a, !a) are refused (default cloud.google.com/gke-accelerator=nvidia-h100-mega-80gb)"
+
+// parseSelectors reads --node-selector: each value holds one or more
+// equality terms of a label selector (key=value or key==value, spaces
+// around them allowed), comma-separated, as discover's and check
+// cluster's --node-selector take them; repeated flags add terms. A
+// runtime's nodeSelector is a map of labels a node must carry, so it
+// expresses equality only, and a set-based term is refused by name rather
+// than read as something else.
 func parseSelectors(in []string) (map[string]string, error) {
 	if len(in) == 0 {
 		return nil, nil
 	}
 	out := map[string]string{}
-	for _, kv := range in {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("--node-selector %s: want key=value", excerpt.Quote(kv))
+	for _, arg := range in {
+		for _, term := range selectorTerms(arg) {
+			k, v, err := equalityTerm(arg, term)
+			if err != nil {
+				return nil, err
+			}
+			if err := labelProblems("--node-selector", arg, k, v); err != nil {
+				return nil, err
+			}
+			if prev, dup := out[k]; dup && prev != v {
+				return nil, fmt.Errorf("--node-selector %s: key %s is already selected with value %s; a node has one value per label", excerpt.Quote(arg), excerpt.Quote(k), excerpt.Quote(prev))
+			}
+			out[k] = v
 		}
-		if err := labelProblems("--node-selector", kv, k, v); err != nil {
-			return nil, err
-		}
-		if prev, dup := out[k]; dup && prev != v {
-			return nil, fmt.Errorf("--node-selector %s: key %s is already selected with value %s; a node has one value per label", excerpt.Quote(kv), excerpt.Quote(k), excerpt.Quote(prev))
-		}
-		out[k] = v
 	}
 	return out, nil
+}
+
+// selectorTerms splits a label selector at the commas between its terms;
+// a comma inside a set's parentheses (a in (x,y)) separates values, not
+// terms.
+func selectorTerms(sel string) []string {
+	var terms []string
+	depth, start := 0, 0
+	for i, r := range sel {
+		switch r {
+		case '(':
+			depth++
+		case ')':
+			depth = max(depth-1, 0)
+		case ',':
+			if depth == 0 {
+				terms = append(terms, sel[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(terms, sel[start:])
+}
+
+// setTerm matches the set-based terms of a label selector's grammar that
+// are not told by a leading '!' or an operator character: key in (...) and
+// key notin (...).
+var setTerm = regexp.MustCompile(`^\S+\s+(in|notin)\s*\(`)
+
+// equalityTerm reads one term of arg as key=value (or key==value), naming
+// a set-based term as such.
+func equalityTerm(arg, term string) (key, value string, err error) {
+	t := strings.TrimSpace(term)
+	setBased := func(what string) error {
+		return fmt.Errorf("--node-selector %s: %s is a set-based term (%s), but the runtime's nodeSelector matches labels by equality only: give key=value terms, e.g. a=b,c=d (discover and check cluster take any label selector)", excerpt.Quote(arg), excerpt.Quote(t), what)
+	}
+	switch {
+	case strings.HasPrefix(t, "!"):
+		return "", "", setBased("the label is absent")
+	case strings.Contains(t, "!="):
+		return "", "", setBased("not equal")
+	case setTerm.MatchString(t):
+		if setTerm.FindStringSubmatch(t)[1] == "in" {
+			return "", "", setBased("one of a set")
+		}
+		return "", "", setBased("none of a set")
+	case !strings.Contains(t, "=") && strings.ContainsAny(t, "<>"):
+		return "", "", setBased("a numeric comparison")
+	case !strings.Contains(t, "=") && t != "" && !strings.ContainsAny(t, " \t"):
+		return "", "", setBased("the label exists")
+	}
+	k, v, ok := strings.Cut(t, "==")
+	if !ok {
+		k, v, ok = strings.Cut(t, "=")
+	}
+	k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+	if !ok || k == "" {
+		return "", "", fmt.Errorf("--node-selector %s: want key=value", excerpt.Quote(arg))
+	}
+	return k, v, nil
 }
 
 // labelProblems checks a label key and value with the API server's own
