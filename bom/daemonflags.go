@@ -84,14 +84,14 @@ func (r *Releases) validateRetiredDaemonFlags(c *checker) {
 	}
 	flags := map[string]int{} // flag → index of its entry
 	for i, f := range r.RetiredDaemonFlags {
-		fp := path{"retiredDaemonFlags"}.index(i)
+		fp := path("retiredDaemonFlags").index(i)
 		if c.require(fp.key("flag"), f.Flag, "set it to the flag as the daemon reads it, without a value, e.g. --num_nics") {
 			switch first, dup := flags[f.Flag]; {
 			case !daemonFlagRE.MatchString(f.Flag):
 				c.add(fp.key("flag"), fmt.Sprintf("%s is not a daemon flag", quote(f.Flag)),
 					"write the flag's name with its leading --, without a value, e.g. --num_nics", nil)
 			case dup:
-				line, _ := c.lines.line(path{"retiredDaemonFlags"}.index(first))
+				line, _ := c.lines.Line(string(path("retiredDaemonFlags").index(first)))
 				c.add(fp.key("flag"), fmt.Sprintf("%s is already listed at line %d", quote(f.Flag), line),
 					"keep one entry per flag, from the first daemon release that retired or rejects it", nil)
 			default:
@@ -108,7 +108,7 @@ func (r *Releases) validateRetiredDaemonFlags(c *checker) {
 					"use the tag of the published daemon that retired the flag, exactly as listed under pairs", nil)
 			}
 		}
-		if !c.lines.present(fp.key("fatal")) {
+		if !c.lines.Present(string(fp.key("fatal"))) {
 			c.absent(fp.key("fatal"), "say whether the daemon exits at start on the flag: fatal: true, or fatal: false when it merely ignores it")
 		}
 		c.require(fp.key("note"), f.Note, `say what the daemon does with the flag, as bom-check reports it, e.g. "retired from daemon v1.0.21 (the daemon logs an error; the flag has no effect)"`)

@@ -10,6 +10,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 )
 
 // RefRow is one element of the wiring, for the generated reference table in
@@ -28,7 +29,7 @@ var why = map[string]string{
 	"annotation/" + AnnotationDefaultInterface: "keeps eth0, the pod network, as the default route; GPU NICs carry only NCCL traffic",
 	"annotation/" + AnnotationInterfaces:       "attaches eth1..eth8 to this cluster's Device-type GKE Networks; without it the pod has only eth0 and NCCL silently uses TCP",
 	"annotation/" + AnnotationDaemonDevices:    "asks the NRI device injector to give the daemon the GPUs and dmabuf_import_helper without privileged mode",
-	"sidecar/" + DaemonContainer:               "the RxDM receive-datapath daemon the FasTrak plugin talks to; a native sidecar (restartPolicy Always) so it starts first and lives with the worker; its startup probe fails a bad node fast",
+	"sidecar/" + names.DaemonContainer:         "the RxDM receive-datapath daemon the FasTrak plugin talks to; a native sidecar (restartPolicy Always) so it starts first and lives with the worker; its startup probe fails a bad node fast",
 	"volume/" + volLibraries:                   "the host directory the installer DaemonSet fills with the NCCL plugin and NCCL core",
 	"volume/" + volSys:                         "the daemon reads NIC and PCI topology from the host's /sys",
 	"volume/" + volProcSys:                     "the daemon tunes network sysctls through the host's /proc/sys",

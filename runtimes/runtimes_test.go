@@ -11,6 +11,7 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
 	"github.com/tcpxogen/tcpxogen/internal/facts"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 )
 
@@ -112,7 +113,7 @@ func TestWiring(t *testing.T) {
 		t.Errorf("node selector / tolerations not applied: %v %v", pod.Spec.NodeSelector, pod.Spec.Tolerations)
 	}
 	d := pod.Spec.InitContainers[0]
-	if d.Name != DaemonContainer || d.Image != tcpxo.DaemonImage || d.RestartPolicy == nil || *d.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+	if d.Name != names.DaemonContainer || d.Image != tcpxo.DaemonImage || d.RestartPolicy == nil || *d.RestartPolicy != corev1.ContainerRestartPolicyAlways {
 		t.Errorf("daemon sidecar: %+v", d)
 	}
 	// Release notes: --num_nics retired; round-3 facts (daemon >= v1.0.21):

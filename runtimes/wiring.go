@@ -17,16 +17,13 @@ import (
 // Names of the wiring, shared by the runtime, the benchmark derivation and
 // the documentation.
 const (
-	// DaemonContainer is names.DaemonContainer under the wiring's name,
-	// beside the wiring's other names.
-	DaemonContainer = names.DaemonContainer
-	NodeContainer   = "node"
+	NodeContainer = "node"
 
 	AnnotationDefaultInterface = "networking.gke.io/default-interface"
 	AnnotationInterfaces       = "networking.gke.io/interfaces"
 	// AnnotationDaemonDevices asks the NRI device injector to give the
 	// daemon the GPU and dmabuf devices without making it privileged.
-	AnnotationDaemonDevices = "devices.gke.io/container." + DaemonContainer
+	AnnotationDaemonDevices = "devices.gke.io/container." + names.DaemonContainer
 
 	// GPUResource and GPUsPerNode: an a3-megagpu-8g node has eight H100s,
 	// and TCPXO assigns one GPU NIC per GPU.
@@ -114,7 +111,7 @@ func Volumes() []corev1.Volume {
 // NCCL init hang waiting for a daemon that never comes up.
 func DaemonSidecar(p facts.Facts) corev1.Container {
 	return corev1.Container{
-		Name:          DaemonContainer,
+		Name:          names.DaemonContainer,
 		Image:         p.DaemonImage,
 		RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
 		// The image's own entrypoint, read from the image: it runs the entry

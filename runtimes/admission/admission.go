@@ -179,7 +179,7 @@ func (g gen) contract() []admissionv1.Validation {
 	resWhy := fmt.Sprintf(": TCPXO pairs one GPU NIC with each of the node's %[1]s GPUs. On trainer v2.2.0 resourcesPerNode replaces the node container's resources (%[2]s) and the GPUs are lost; "+
 		"on v2.3.0 torchrun's process count comes only from it (%[3]s); fix: restate %[4]s: \"%[1]s\" in its limits and requests, or drop spec.trainer.resourcesPerNode",
 		g.gpus, launch.UpstreamReplace, launch.UpstreamRawOverride, runtimes.GPUResource)
-	daemon := lit(runtimes.DaemonContainer)
+	daemon := lit(names.DaemonContainer)
 	patched := func(list string) string {
 		return "j.?template.?spec.?template.?spec.?" + list + ".orValue([]).exists(c, c.name == " + daemon + ")"
 	}
@@ -206,9 +206,9 @@ func (g gen) contract() []admissionv1.Validation {
 		},
 		{
 			Expression: "!" + touches,
-			Message: "spec.runtimePatches patches the " + runtimes.DaemonContainer + " container: it is the GPUDirect-TCPXO receive daemon (" +
+			Message: "spec.runtimePatches patches the " + names.DaemonContainer + " container: it is the GPUDirect-TCPXO receive daemon (" +
 				"its devices, mounts and flags are the installer's), and a changed daemon loses the fabric on trainer v2.3.0, which applies init container patches; " +
-				"fix: patch only the " + runtimes.NodeContainer + " container, never " + runtimes.DaemonContainer,
+				"fix: patch only the " + runtimes.NodeContainer + " container, never " + names.DaemonContainer,
 			Reason: ptr.To(metav1.StatusReasonInvalid),
 		},
 	}

@@ -241,16 +241,16 @@ func inspectShipped(shipped *trainer.ClusterTrainingRuntime) (shippedNode, error
 
 	var daemon *corev1.Container
 	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == runtimes.DaemonContainer {
+		if pod.Spec.InitContainers[i].Name == names.DaemonContainer {
 			daemon = &pod.Spec.InitContainers[i]
 			break
 		}
 	}
 	switch {
 	case daemon == nil:
-		return fail("its %s pod has no %s sidecar; without the daemon NCCL cannot use the GPU NICs and the benchmark would measure TCP", constants.Node, runtimes.DaemonContainer)
+		return fail("its %s pod has no %s sidecar; without the daemon NCCL cannot use the GPU NICs and the benchmark would measure TCP", constants.Node, names.DaemonContainer)
 	case ptr.Deref(daemon.RestartPolicy, "") != corev1.ContainerRestartPolicyAlways:
-		return fail("its %s init container is not a native sidecar (restartPolicy: Always): as a plain init container it never completes and the pod never starts", runtimes.DaemonContainer)
+		return fail("its %s init container is not a native sidecar (restartPolicy: Always): as a plain init container it never completes and the pod never starts", names.DaemonContainer)
 	}
 
 	if len(node.EnvFrom) > 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/generated"
 	"github.com/tcpxogen/tcpxogen/internal/excerpt"
 	"github.com/tcpxogen/tcpxogen/internal/facts"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 )
 
@@ -40,7 +41,7 @@ func checkRetiredFlags(_ context.Context, t *Tree) Result {
 		for _, o := range m.Objects {
 			walkContainers(o.Object, func(c map[string]any, where string) {
 				img, _ := c["image"].(string)
-				if c["name"] != runtimes.DaemonContainer && (daemonRepo == "" || repository(img) != daemonRepo) {
+				if c["name"] != names.DaemonContainer && (daemonRepo == "" || repository(img) != daemonRepo) {
 					return
 				}
 				n++
@@ -90,13 +91,13 @@ func checkDaemonInvocation(_ context.Context, t *Tree) Result {
 	if err != nil {
 		return fail(files, regenerate, "%v", err)
 	}
-	i := slices.IndexFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == runtimes.DaemonContainer })
+	i := slices.IndexFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == names.DaemonContainer })
 	if i < 0 {
-		return fail(files, regenerate, "%s has no %s init container", runtimes.GoldenRuntime, runtimes.DaemonContainer)
+		return fail(files, regenerate, "%s has no %s init container", runtimes.GoldenRuntime, names.DaemonContainer)
 	}
 	g := t.Generated
 	if why := invocationProblem(pod.Spec.InitContainers[i].Command, g.DaemonEntrypoint, g.DaemonEntryScript, g.DaemonEntryScriptMode); why != "" {
-		return fail(files, "derive the daemon command from the generated DaemonEntrypoint (the image's own) and "+regenerate, "%s %s: %s", runtimes.GoldenRuntime, runtimes.DaemonContainer, why)
+		return fail(files, "derive the daemon command from the generated DaemonEntrypoint (the image's own) and "+regenerate, "%s %s: %s", runtimes.GoldenRuntime, names.DaemonContainer, why)
 	}
 	return pass("%q runs %s (mode %04o in the image)", pod.Spec.InitContainers[i].Command, g.DaemonEntryScript, g.DaemonEntryScriptMode)
 }

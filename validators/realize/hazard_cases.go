@@ -14,8 +14,8 @@ import (
 	"github.com/kubeflow/trainer/v2/pkg/constants"
 
 	"github.com/tcpxogen/tcpxogen/internal/launch"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/internal/wiring"
-	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
 )
 
@@ -26,7 +26,7 @@ import (
 // mlPolicy.torch.envInjection. Every case runs on both versions; what
 // differs is recorded in Behavior.
 func hazardCases() []Case {
-	daemon := runtimes.DaemonContainer
+	daemon := names.DaemonContainer
 	return []Case{
 		{
 			Name:    "resources-memory-only",
@@ -125,7 +125,7 @@ func daemonPatch(fields string) func(job *trainer.TrainJob) error {
 	return func(job *trainer.TrainJob) error {
 		job.Spec.Trainer = &trainer.Trainer{}
 		return patchSpecJSON(job, fmt.Sprintf(`{"runtimePatches":[{"manager":"tcpxogen.dev/realize-matrix","trainingRuntimeSpec":{"template":{"spec":{"replicatedJobs":[
-			{"name":%q,"template":{"spec":{"template":{"spec":{"initContainers":[{"name":%q,%s}]}}}}}]}}}}]}`, constants.Node, runtimes.DaemonContainer, fields))
+			{"name":%q,"template":{"spec":{"template":{"spec":{"initContainers":[{"name":%q,%s}]}}}}}]}}}}]}`, constants.Node, names.DaemonContainer, fields))
 	}
 }
 

@@ -15,8 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/internal/wiring"
-	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/validators/realize"
 )
 
@@ -96,18 +96,18 @@ func serverDefaulted(want *corev1.PodTemplateSpec) *corev1.PodTemplateSpec {
 // once the startup probe (the daemon's health-check file) passed.
 func daemonStarted(p *corev1.Pod) string {
 	for _, s := range p.Status.InitContainerStatuses {
-		if s.Name != runtimes.DaemonContainer {
+		if s.Name != names.DaemonContainer {
 			continue
 		}
 		if s.Started != nil && *s.Started {
 			return ""
 		}
 		if s.State.Terminated != nil {
-			return fmt.Sprintf("%s terminated (%s, exit %d) before it started", runtimes.DaemonContainer, s.State.Terminated.Reason, s.State.Terminated.ExitCode)
+			return fmt.Sprintf("%s terminated (%s, exit %d) before it started", names.DaemonContainer, s.State.Terminated.Reason, s.State.Terminated.ExitCode)
 		}
-		return runtimes.DaemonContainer + " never passed its startup probe"
+		return names.DaemonContainer + " never passed its startup probe"
 	}
-	return runtimes.DaemonContainer + " has no status: the sidecar did not run"
+	return names.DaemonContainer + " has no status: the sidecar did not run"
 }
 
 func countPods(problems []string) int {

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
 )
 
@@ -31,7 +31,7 @@ func pod(t *testing.T, name string) corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: tpl.Annotations},
 		Spec:       tpl.Spec,
 		Status: corev1.PodStatus{InitContainerStatuses: []corev1.ContainerStatus{
-			{Name: runtimes.DaemonContainer, Started: ptr.To(true), State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
+			{Name: names.DaemonContainer, Started: ptr.To(true), State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
 		}},
 	}
 }
@@ -69,7 +69,7 @@ func TestPodsWithoutWiringFail(t *testing.T) {
 	notStarted := pod(t, "w-2")
 	notStarted.Status.InitContainerStatuses[0].Started = ptr.To(false)
 	crashed := pod(t, "w-3")
-	crashed.Status.InitContainerStatuses[0] = corev1.ContainerStatus{Name: runtimes.DaemonContainer,
+	crashed.Status.InitContainerStatuses[0] = corev1.ContainerStatus{Name: names.DaemonContainer,
 		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1}}}
 	noGPU := pod(t, "w-4")
 	noGPU.Spec.Containers[0].Resources = corev1.ResourceRequirements{}

@@ -12,8 +12,8 @@ import (
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/internal/wiring"
-	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/benchmark"
 	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
 )
@@ -26,7 +26,7 @@ func workerPod(t *testing.T, name string, tpl *corev1.PodTemplateSpec) *corev1.P
 			Labels: map[string]string{jobsetv1alpha2.JobSetNameKey: "job", jobsetv1alpha2.ReplicatedJobNameKey: constants.Node}},
 		Spec: *tpl.Spec.DeepCopy(),
 		Status: corev1.PodStatus{InitContainerStatuses: []corev1.ContainerStatus{
-			{Name: runtimes.DaemonContainer, Started: ptr.To(true)},
+			{Name: names.DaemonContainer, Started: ptr.To(true)},
 		}},
 	}
 }
