@@ -106,7 +106,7 @@ func installShippedRuntime(t *testing.T, ctx context.Context) *trainer.ClusterTr
 func TestGuideExamples(t *testing.T) {
 	ctx := context.Background()
 	installShippedRuntime(t, ctx)
-	shipped, err := shipped.Runtime()
+	shippedRT, err := shipped.Runtime()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestGuideExamples(t *testing.T) {
 				if u.GetKind() != trainer.TrainJobKind {
 					continue
 				}
-				runGuideTrainJob(t, ctx, shipped, u, b.Info == "pitfall")
+				runGuideTrainJob(t, ctx, shippedRT, u, b.Info == "pitfall")
 			}
 		})
 	}
@@ -197,7 +197,7 @@ func mustRef(u *unstructured.Unstructured) string {
 	return ref
 }
 
-func runGuideTrainJob(t *testing.T, ctx context.Context, shipped *trainer.ClusterTrainingRuntime, u *unstructured.Unstructured, pitfall bool) {
+func runGuideTrainJob(t *testing.T, ctx context.Context, shippedRT *trainer.ClusterTrainingRuntime, u *unstructured.Unstructured, pitfall bool) {
 	ns, name := u.GetNamespace(), u.GetName()
 	cp.Nodes.SetPlan(ns, harness.Plan{Hold: true})
 
@@ -206,17 +206,17 @@ func runGuideTrainJob(t *testing.T, ctx context.Context, shipped *trainer.Cluste
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, job); err != nil {
 		t.Fatal(err)
 	}
-	rtPod, err := wiring.RuntimePodTemplate(shipped, constants.Node)
+	rtPod, err := wiring.RuntimePodTemplate(shippedRT, constants.Node)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rtWiring := wiring.Of(rtPod, constants.Node)
 	rules := runtimes.RulesFor(shipped.Facts(), rtWiring.NodeEnv)
-	verdict, err := realize.Lint(ctx, shipped, job.DeepCopy(), rules)
+	verdict, err := realize.Lint(ctx, shippedRT, job.DeepCopy(), rules)
 	if err != nil {
 		t.Fatalf("check trainjob: %v", err)
 	}
-	realized, err := realize.Realize(ctx, shipped, job.DeepCopy())
+	realized, err := realize.Realize(ctx, shippedRT, job.DeepCopy())
 	if err != nil {
 		t.Fatalf("realize: %v", err)
 	}
