@@ -63,8 +63,8 @@ func asciiUpper(s string) string {
 // CheckCapabilities judges candidate, the capabilities a container adds,
 // against shipped, the ones tcpxogen ships for it, whose names (without the
 // prefix, should the shipped list carry one) the container needs. It
-// returns one finding per candidate entry written with CapPrefix, in the
-// candidate's order, Path CapabilityPath(entry), Kind CapabilityPrefix. The
+// returns one finding per distinct candidate entry written with CapPrefix,
+// in the candidate's order, Path CapabilityPath(entry), Kind CapabilityPrefix. The
 // entry grants nothing (CapPrefixSource); its verdict depends on the rest
 // of the list:
 //  1. the list also has the plain name: Warning. The plain entry grants
@@ -80,10 +80,10 @@ func CheckCapabilities(container string, shipped, candidate []corev1.Capability)
 		needed = append(needed, plain)
 	}
 	var out []Finding
-	for _, c := range candidate {
+	for i, c := range candidate {
 		entry := string(c)
 		plain, prefixed := Unprefixed(entry)
-		if !prefixed {
+		if !prefixed || slices.Contains(candidate[:i], c) {
 			continue
 		}
 		dup := slices.ContainsFunc(candidate, func(o corev1.Capability) bool { return asciiUpper(string(o)) == plain })

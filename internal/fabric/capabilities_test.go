@@ -41,6 +41,7 @@ func TestCheckCapabilitiesPrefix(t *testing.T) {
 			[]string{"write NET_BIND_SERVICE"}},
 		{"both spellings", caps("NET_ADMIN", "CAP_NET_ADMIN", "NET_BIND_SERVICE"), map[string]Severity{"capability CAP_NET_ADMIN": Warning},
 			[]string{"the entry grants nothing", "an edit that drops NET_ADMIN and keeps CAP_NET_ADMIN loses it with no error", "remove CAP_NET_ADMIN"}},
+		{"prefixed twice", caps("CAP_NET_ADMIN", "NET_BIND_SERVICE", "CAP_NET_ADMIN"), map[string]Severity{"capability CAP_NET_ADMIN": Fatal}, nil},
 		{"both spellings, prefixed first", caps("CAP_NET_ADMIN", "net_admin", "NET_BIND_SERVICE"), map[string]Severity{"capability CAP_NET_ADMIN": Warning}, nil},
 		{"a prefixed capability not needed", caps("NET_ADMIN", "NET_BIND_SERVICE", "CAP_SYS_PTRACE"), map[string]Severity{"capability CAP_SYS_PTRACE": Warning},
 			[]string{"tcpxo-daemon lacks SYS_PTRACE; write SYS_PTRACE"}},
