@@ -17,6 +17,12 @@
 //     gpudirect-tcpxo/README.md): what the installer's profile sets and
 //     what the FasTrak plugin needs.
 //
+// It also holds how the fabric's containers must write the capabilities
+// they add (capabilities.go): containerd drops a name with the CAP_ prefix
+// (NVIDIA cluster-readiness-engine issue #438), and every enforcer names
+// that prefix as the cause through CheckCapabilities or its single-entry
+// form, CapabilityRuleFor.
+//
 // Environments are []corev1.EnvVar: both callers hold them in that form
 // (the runtime's worker env and every realized container), and a variable
 // set from a ConfigMap, Secret or field has no value to compare, which a

@@ -4,10 +4,12 @@
 // GPUDirect-TCPXO fabric or launches wrong: fatal) and the advisory policy
 // (what the checker reports or A3 Mega was not qualified with, and
 // multi-node TrainJobs of runtimes without the wiring). Every CEL rule is
-// generated from the fabric rule set's single-entry form
-// (internal/fabric.EntryRules) and the shipped runtime; it owns the CEL and
-// the objects, not the rules (internal/fabric, validators/realize) and not
-// what only a realization can judge (validators/lint).
+// generated from the fabric rule set's single-entry forms
+// (internal/fabric.EntryRules for the env, fabric.CapabilityRuleFor for the
+// daemon's capabilities a runtime patch writes) and the shipped runtime; it
+// owns the CEL and the objects, not the rules (internal/fabric,
+// validators/realize) and not what only a realization can judge
+// (validators/lint).
 package admission
 
 import (
@@ -97,9 +99,16 @@ func Generate(rt *trainer.ClusterTrainingRuntime, f facts.Facts, opts Options) (
 	if !ok {
 		return nil, fmt.Errorf("runtime %s: the %s container has no %s limit", rt.Name, runtimes.NodeContainer, runtimes.GPUResource)
 	}
+	var daemonCaps []corev1.Capability
+	if i := slices.IndexFunc(tpl.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == names.DaemonContainer }); i >= 0 {
+		if sc := tpl.Spec.InitContainers[i].SecurityContext; sc != nil && sc.Capabilities != nil {
+			daemonCaps = sc.Capabilities.Add
+		}
+	}
 	g := gen{
 		runtimes: opts.Runtimes, exempt: opts.Exempt, gpus: gpus.String(),
 		entries: fabric.EntryRules(nc.Env, runtimes.RulesFor(f, nc.Env)),
+		caps:    fabric.CapabilityRuleFor(names.DaemonContainer, daemonCaps),
 	}
 	contract := g.policy(ContractPolicy, admissionv1.Fail, g.contract())
 	// Only TrainJobs of the runtimes with the wiring are the contract's
@@ -123,6 +132,8 @@ type gen struct {
 	runtimes, exempt []string
 	gpus             string
 	entries          []fabric.EntryRule
+	// caps is the capability rule over the daemon's capabilities.
+	caps fabric.CapabilityRule
 }
 
 func (g gen) policy(name string, failure admissionv1.FailurePolicyType, vs []admissionv1.Validation) *admissionv1.ValidatingAdmissionPolicy {
@@ -204,21 +215,24 @@ func (g gen) contract() []admissionv1.Validation {
 				lit(": torchrun would start that many processes on the node's "+g.gpus+" GPUs, and TCPXO pairs one GPU NIC with each GPU; fix: set spec.trainer.numProcPerNode to "+g.gpus+", or remove it (auto starts one process per GPU)")),
 			Reason: ptr.To(metav1.StatusReasonInvalid),
 		},
-		{
-			Expression: "!" + touches,
-			Message: "spec.runtimePatches patches the " + names.DaemonContainer + " container: it is the GPUDirect-TCPXO receive daemon (" +
-				"its devices, mounts and flags are the installer's), and a changed daemon loses the fabric on trainer v2.3.0, which applies init container patches; " +
-				"fix: patch only the " + runtimes.NodeContainer + " container, never " + names.DaemonContainer,
-			Reason: ptr.To(metav1.StatusReasonInvalid),
-		},
 	}
+	// Before the patch rule: the API server denies with the first failed
+	// validation's message, and this one names the cause.
+	vs = append(vs, g.capValidations(fabric.Fatal)...)
+	vs = append(vs, admissionv1.Validation{Expression: "!" + touches, Message: patchedDaemonMessage, Reason: ptr.To(metav1.StatusReasonInvalid)})
 	return append(vs, g.envValidations(fabric.Fatal)...)
 }
+
+// patchedDaemonMessage is the contract's word on any runtime patch of the
+// daemon.
+const patchedDaemonMessage = "spec.runtimePatches patches the " + names.DaemonContainer + " container: it is the GPUDirect-TCPXO receive daemon (" +
+	"its devices, mounts and flags are the installer's), and a changed daemon loses the fabric on trainer v2.3.0, which applies init container patches; " +
+	"fix: patch only the " + runtimes.NodeContainer + " container, never " + names.DaemonContainer
 
 // advisory is every warning the rule set gives an env entry, and the
 // capability advisory.
 func (g gen) advisory() []admissionv1.Validation {
-	vs := g.envValidations(fabric.Warning)
+	vs := append(g.capValidations(fabric.Warning), g.envValidations(fabric.Warning)...)
 	for i := range vs {
 		vs[i].Expression = "!variables.tcpxo || " + vs[i].Expression
 	}
@@ -272,18 +286,59 @@ func (g gen) envValidations(sev fabric.Severity) []admissionv1.Validation {
 	return out
 }
 
+// capValidations is one validation for the capability rule's verdicts of
+// sev on the daemon's capabilities a runtime patch writes (the list
+// replaces the runtime's: the trainer merges capabilities.add whole). The
+// branches are CapabilityRule.Judge's, in its order; none when no verdict
+// has sev.
+func (g gen) capValidations(sev fabric.Severity) []admissionv1.Validation {
+	r := g.caps
+	is := func(v fabric.EntryVerdict) string { return strconv.FormatBool(v.Severity == sev) }
+	caps := "c.?securityContext.?capabilities.?add.orValue([])"
+	plain := "e.upperAscii().substring(" + strconv.Itoa(len(fabric.CapPrefix)) + ")"
+	marks := map[string]string{fabric.NameMark: bounded("e"), fabric.PlainMark: bounded(plain)}
+	words := func(v fabric.EntryVerdict) string {
+		if v.Severity != sev {
+			return "''"
+		}
+		return template(string(v.Kind)+": "+v.Reason+"; fix: "+v.Fix, marks)
+	}
+	dup := caps + ".exists(x, x.upperAscii() == " + plain + ")"
+	needed := plain + " in " + list(r.Needed)
+	verdict := fmt.Sprintf("(%s ? %s : (%s ? %s : %s))", dup, is(r.Duplicate), needed, is(r.Lost), is(r.Other))
+	if !strings.Contains(verdict, "true") {
+		return nil
+	}
+	bad := "e.upperAscii().startsWith(" + lit(fabric.CapPrefix) + ") && " + verdict
+	text := fmt.Sprintf("(%s ? %s : (%s ? %s : %s))", dup, words(r.Duplicate), needed, words(r.Lost), words(r.Other))
+	jobs := "p.?trainingRuntimeSpec.?template.?spec.?replicatedJobs.orValue([])"
+	inits := "j.?template.?spec.?template.?spec.?initContainers.orValue([])"
+	daemon := "c.name == " + lit(r.Container)
+	joined := ".filter(s, s != '').join('; ')"
+	return []admissionv1.Validation{{
+		Expression: "!object.spec.?runtimePatches.orValue([]).exists(p, " + jobs + ".exists(j, " + inits + ".exists(c, " + daemon + " && " + caps + ".exists(e, " + bad + "))))",
+		Message: fmt.Sprintf("spec.runtimePatches gives the %s a capability written with the %s prefix (the fabric rule set's %s): %s (%s); fix: write it without the prefix (run tcpxogen check trainjob for the reason)",
+			r.Container, fabric.CapPrefix, sev, fabric.CapPrefixDropped, fabric.CapPrefixSource),
+		MessageExpression: "object.spec.?runtimePatches.orValue([]).map(p, " + jobs + ".map(j, " + inits + ".filter(c, " + daemon + ").map(c, " + caps +
+			".filter(e, " + bad + ").map(e, " + lit("spec.runtimePatches "+r.Container+" capability ") + " + " + bounded("e") + " + ' ' + " + text + ").join('; '))" +
+			joined + ")" + joined + ")" + joined,
+		Reason: ptr.To(metav1.StatusReasonInvalid),
+	}}
+}
+
 // judge renders EntryRule.Judge for one severity as two CEL expressions
 // over an entry e: whether its verdict has severity sev, and the verdict's
 // words (kind, reason, fix). The branches are Judge's, in its order.
 func judge(r fabric.EntryRule, sev fabric.Severity) (bad, text string) {
 	is := func(v fabric.EntryVerdict) string { return strconv.FormatBool(v.Severity == sev) }
+	value := "e.?value.orValue('')"
+	marks := map[string]string{fabric.ValueMark: bounded(value), fabric.NameMark: bounded("e.name")}
 	words := func(v fabric.EntryVerdict) string {
 		if v.Severity != sev {
 			return "''"
 		}
-		return template(string(v.Kind) + ": " + v.Reason + "; fix: " + v.Fix)
+		return template(string(v.Kind)+": "+v.Reason+"; fix: "+v.Fix, marks)
 	}
-	value := "e.?value.orValue('')"
 	badChain, textChain := is(r.Other), words(r.Other)
 	if p := r.Paths; p != nil {
 		keeps := list(p.Dirs) + ".all(d, d in " + value + ".split(':'))"
@@ -311,21 +366,23 @@ func judge(r fabric.EntryRule, sev fabric.Severity) (bad, text string) {
 }
 
 // template renders a verdict's words as a CEL string expression, the
-// entry's value and name in place of the rule set's marks.
-func template(s string) string {
+// expressions of marks (a rule set's mark to the CEL that shows the
+// entry's own) in place of the marks.
+func template(s string, marks map[string]string) string {
 	var parts []string
 	for s != "" {
-		iv, in := strings.Index(s, fabric.ValueMark), strings.Index(s, fabric.NameMark)
-		switch {
-		case iv < 0 && in < 0:
-			parts, s = append(parts, lit(s)), ""
-		case in < 0 || (iv >= 0 && iv < in):
-			parts = append(parts, lit(s[:iv]), bounded("e.?value.orValue('')"))
-			s = s[iv+len(fabric.ValueMark):]
-		default:
-			parts = append(parts, lit(s[:in]), bounded("e.name"))
-			s = s[in+len(fabric.NameMark):]
+		at, mark := -1, ""
+		for m := range marks {
+			if i := strings.Index(s, m); i >= 0 && (at < 0 || i < at) {
+				at, mark = i, m
+			}
 		}
+		if at < 0 {
+			parts, s = append(parts, lit(s)), ""
+			continue
+		}
+		parts = append(parts, lit(s[:at]), marks[mark])
+		s = s[at+len(mark):]
 	}
 	parts = slices.DeleteFunc(parts, func(p string) bool { return p == `""` })
 	if len(parts) == 0 {

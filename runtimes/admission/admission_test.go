@@ -108,6 +108,53 @@ func TestRules(t *testing.T) {
 	}
 }
 
+// Issue 38, item 1: a daemon capability a runtime patch writes with the
+// CAP_ prefix is named, with the prefix as the cause, the name to write and
+// the source; the contract says it first, since the API server denies with
+// the first failed validation's message. Both spellings are the advisory's
+// warning, the patch itself still the contract's.
+func TestCapabilityPrefix(t *testing.T) {
+	set := shippedSet(t, Options{})
+	contract, advisory := compile(t, set.Policies[0]), compile(t, set.Policies[1])
+	patch := func(add string) string {
+		return job + "  runtimeRef: {name: torch-distributed-tcpxo}\n  trainer: {}\n  runtimePatches:\n  - manager: x.example/y\n    trainingRuntimeSpec:\n      template:\n        spec:\n          replicatedJobs:\n          - name: node\n            template:\n              spec:\n                template:\n                  spec:\n                    initContainers:\n                    - name: tcpxo-daemon\n                      securityContext: {capabilities: {add: " + add + "}}\n"
+	}
+	cause := []string{"carries the CAP_ prefix", "containerd drops a capability name written with the CAP_ prefix", "NVIDIA cluster-readiness-engine issue #438"}
+	for name, tc := range map[string]struct {
+		add            string
+		denied, warned []string
+	}{
+		"prefixed": {`["CAP_NET_ADMIN", "NET_BIND_SERVICE"]`,
+			append([]string{"spec.runtimePatches tcpxo-daemon capability CAP_NET_ADMIN capability-prefix: CAP_NET_ADMIN carries", "tcpxo-daemon lacks NET_ADMIN", "fix: write NET_ADMIN"}, cause...), nil},
+		"lower case": {`["net_bind_service", "cap_net_admin"]`, []string{"capability cap_net_admin capability-prefix: cap_net_admin carries", "fix: write NET_ADMIN"}, nil},
+		"both spellings": {`["NET_ADMIN", "CAP_NET_ADMIN", "NET_BIND_SERVICE"]`, []string{"spec.runtimePatches patches the tcpxo-daemon container"},
+			append([]string{"spec.runtimePatches tcpxo-daemon capability CAP_NET_ADMIN capability-prefix", "an edit that drops NET_ADMIN and keeps CAP_NET_ADMIN loses it", "fix: remove CAP_NET_ADMIN and keep NET_ADMIN"}, cause...)},
+		"not needed": {`["NET_ADMIN", "NET_BIND_SERVICE", "CAP_SYS_PTRACE"]`, []string{"spec.runtimePatches patches the tcpxo-daemon container"},
+			[]string{"tcpxo-daemon lacks SYS_PTRACE", "fix: write SYS_PTRACE"}},
+		"as shipped": {`["NET_ADMIN", "NET_BIND_SERVICE"]`, []string{"spec.runtimePatches patches the tcpxo-daemon container"}, nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			denied, warned := decideYAML(t, contract, patch(tc.add)), decideYAML(t, advisory, patch(tc.add))
+			if len(denied) == 0 || !strings.Contains(denied[0], tc.denied[0]) {
+				t.Errorf("contract: %q, want first %q", denied, tc.denied[0])
+			}
+			for _, c := range []struct {
+				got, want []string
+			}{{denied, tc.denied}, {warned, tc.warned}} {
+				got := strings.Join(c.got, "\n")
+				if (got == "") != (len(c.want) == 0) {
+					t.Errorf("%q, want %q", got, c.want)
+				}
+				for _, w := range c.want {
+					if !strings.Contains(got, w) {
+						t.Errorf("%q lacks %q", got, w)
+					}
+				}
+			}
+		})
+	}
+}
+
 func TestBadOptions(t *testing.T) {
 	rt, err := shipped.Runtime()
 	if err != nil {

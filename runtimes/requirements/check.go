@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tcpxogen/tcpxogen/internal/excerpt"
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/benchmark"
 )
@@ -55,9 +56,26 @@ func (f Finding) String() string {
 		return f.tooLong()
 	default:
 		e := f.Element
+		if name, ok := prefixedCapability(e); ok {
+			plain, _ := fabric.Unprefixed(name)
+			return fmt.Sprintf("%s: %s (%s) ships, a name no requirement can explain: %s (%s); write %s",
+				e.Artefact, Describe(e.Kind, e.Path), e.Object, fabric.CapPrefixDropped, fabric.CapPrefixSource, plain)
+		}
 		return fmt.Sprintf("%s: %s (%s) ships but no requirement explains it: add a row with its published source to the requirements table (runtimes/requirements/table.go), or stop shipping it",
 			e.Artefact, Describe(e.Kind, e.Path), e.Object)
 	}
+}
+
+// prefixedCapability returns the name of a capability element written with
+// the CAP_ prefix.
+func prefixedCapability(e *Element) (string, bool) {
+	i := strings.LastIndex(e.Path, "[")
+	if e.Kind != Capability || i < 0 || !strings.HasSuffix(e.Path, "]") {
+		return "", false
+	}
+	name := e.Path[i+1 : len(e.Path)-1]
+	_, ok := fabric.Unprefixed(name)
+	return name, ok
 }
 
 func key(artefact, object, path string) string { return artefact + "\x00" + object + "\x00" + path }

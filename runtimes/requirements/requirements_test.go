@@ -7,6 +7,7 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 
+	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
 )
@@ -70,6 +71,60 @@ func TestUnexplainedElementFails(t *testing.T) {
 	got := Check(rows, elems)
 	if len(got) != 1 || got[0].Problem != Unexplained || !strings.Contains(got[0].String(), "capabilities.add[SYS_ADMIN]") {
 		t.Fatalf("want one unexplained SYS_ADMIN, got %v", got)
+	}
+}
+
+// Issue 38, item 1: every capability row names the source that requires
+// its spelling (NVIDIA cluster-readiness-engine #438: containerd drops the
+// CAP_ prefix), so a shipped CAP_NET_ADMIN is not the required NET_ADMIN:
+// NET_ADMIN is missing, naming that source, and CAP_NET_ADMIN is a name no
+// row can explain, with the name to write.
+func TestPrefixedCapabilityIsNotTheElement(t *testing.T) {
+	in := inputs(t)
+	rows, err := Table(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range rows {
+		if r.Kind == Capability {
+			n++
+			if !strings.Contains(r.Source, "written without the CAP_ prefix: containerd drops") || !strings.Contains(r.Source, "NVIDIA cluster-readiness-engine issue #438") {
+				t.Errorf("capability row %s: source %q does not name the prefix rule", r.Path, r.Source)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no capability rows")
+	}
+	arts := shippedArtefacts(t, in)
+	rt := arts[runtimes.GoldenRuntime][0].(*trainer.ClusterTrainingRuntime)
+	d := &rt.Spec.Template.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.InitContainers[0]
+	i := slices.Index(d.SecurityContext.Capabilities.Add, "NET_ADMIN")
+	if d.Name != names.DaemonContainer || i < 0 {
+		t.Fatalf("the shipped runtime's first init container is %s with %v", d.Name, d.SecurityContext.Capabilities.Add)
+	}
+	d.SecurityContext.Capabilities.Add[i] = "CAP_NET_ADMIN"
+	elems, err := ElementsOf(arts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := Check(rows, elems)
+	if len(got) != 2 || got[0].Problem != Missing || got[1].Problem != Unexplained {
+		t.Fatalf("want NET_ADMIN missing and CAP_NET_ADMIN unexplained, got %v", got)
+	}
+	for _, w := range []string{"capabilities.add[NET_ADMIN] is absent", "written without the CAP_ prefix", "NVIDIA cluster-readiness-engine issue #438", "runtimes/wiring.go"} {
+		if !strings.Contains(got[0].String(), w) {
+			t.Errorf("%q lacks %q", got[0], w)
+		}
+	}
+	for _, w := range []string{"capabilities.add[CAP_NET_ADMIN]", "containerd drops a capability name written with the CAP_ prefix", "NVIDIA cluster-readiness-engine issue #438", "write NET_ADMIN"} {
+		if !strings.Contains(got[1].String(), w) {
+			t.Errorf("%q lacks %q", got[1], w)
+		}
+	}
+	if strings.Contains(got[1].String(), "add a row") {
+		t.Errorf("%q asks for a row for a name containerd drops", got[1])
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/generated"
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/runtimes"
@@ -60,6 +61,17 @@ type site struct{ artefact, object, pod string }
 
 func (s site) row(kind Kind, rel string, want map[string]string, source, by string) Row {
 	return Row{Artefact: s.artefact, Object: s.object, Path: s.pod + rel, Kind: kind, Want: want, Source: source, ShippedBy: by}
+}
+
+// srcCapabilityName is what requires a capability's name as the row
+// spells it, without the CAP_ prefix: a prefixed one is another element,
+// which no row explains.
+const srcCapabilityName = "written without the " + fabric.CapPrefix + " prefix: " + fabric.CapPrefixDropped + " (" + fabric.CapPrefixSource + ")"
+
+// capability is the row of a capability the container at c adds, with the
+// source that requires it and the one that requires its spelling.
+func (s site) capability(c, name, source string) Row {
+	return s.row(Capability, c+".securityContext.capabilities.add["+name+"]", nil, source+"; "+srcCapabilityName, byWiring)
 }
 
 func is(v string) map[string]string { return map[string]string{"": v} }
@@ -127,8 +139,8 @@ func wiredPod(s site, env []envRow, daemonImage string) []Row {
 		s.row(Annotation, `.metadata.annotations["networking.gke.io/default-interface"]`, is("eth0"), srcUnpriv+": eth0 stays the default route", byWiring),
 		s.row(Annotation, `.metadata.annotations["networking.gke.io/interfaces"]`, ifaces, srcUnpriv+": eth0 on the pod network, then eth1..eth8 on the GPU-NIC networks (names are the cluster's)", byWiring),
 
-		s.row(Capability, daemon+".securityContext.capabilities.add[NET_ADMIN]", nil, srcUnpriv+": the tcpxo-daemon configures the GPU NICs' flow steering", byWiring),
-		s.row(Capability, daemon+".securityContext.capabilities.add[NET_BIND_SERVICE]", nil, srcUnpriv+": the tcpxo-daemon binds its control ports", byWiring),
+		s.capability(daemon, "NET_ADMIN", srcUnpriv+": the tcpxo-daemon configures the GPU NICs' flow steering"),
+		s.capability(daemon, "NET_BIND_SERVICE", srcUnpriv+": the tcpxo-daemon binds its control ports"),
 		s.row(Privilege, daemon+".securityContext.privileged", is("false"), srcUnpriv+": privileged mode is commented out; the NRI devices and the capabilities replace it", byWiring),
 		s.row(Env, daemon+".env[name=LD_LIBRARY_PATH]", map[string]string{".value": pluginLibDir}, srcUnpriv+": the daemon loads the installed plugin libraries", byWiring),
 		s.row(Env, daemon+".env[name=HEALTH_CHECK_LOG_FILE]", map[string]string{".value": "/run/health-check"}, srcBestPrac+": the daemon writes the file once initialised, which the startup probe reads", byWiring),
@@ -138,7 +150,7 @@ func wiredPod(s site, env []envRow, daemonImage string) []Row {
 
 		// No published manifest adds IPC_LOCK (Google's unprivileged sample
 		// runs nccl-tests as root without it); the shared facts require it.
-		s.row(Capability, worker+".securityContext.capabilities.add[IPC_LOCK]", nil, "tcpxo-facts.md, pod wiring (no published manifest sets it): NCCL pins host memory for GPUDirect buffers", byWiring),
+		s.capability(worker, "IPC_LOCK", "tcpxo-facts.md, pod wiring (no published manifest sets it): NCCL pins host memory for GPUDirect buffers"),
 		s.row(Mount, worker+".volumeMounts[name=dshm]", map[string]string{".mountPath": "/dev/shm"}, srcUnpriv+": a memory-backed /dev/shm for NCCL's shared-memory transport", byWiring),
 		s.row(Mount, worker+".volumeMounts[name=libraries]", map[string]string{".mountPath": "/usr/local/nvidia"}, srcUnpriv+": the NCCL plugin and core at /usr/local/nvidia/lib64", byWiring),
 		s.row(Mount, worker+".volumeMounts[name=aperture-devices]", map[string]string{".mountPath": apertureDevDir}, srcUnpriv+": LLCM's device files for an unprivileged pod", byWiring),

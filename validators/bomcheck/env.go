@@ -55,7 +55,10 @@ func checkShippedEnv(_ context.Context, t *Tree) Result {
 // overrides applied, to the one fabric rule set: the installer's guest
 // config rules and the variables whose change routes NCCL off the fabric.
 // An override may not break it, whatever its reason: the plugin would abort
-// or hang the workload at NCCL init, or NCCL would silently use TCP.
+// or hang the workload at NCCL init, or NCCL would silently use TCP. The
+// capabilities the shipped runtime's containers add (the tcpxo-daemon's,
+// the node container's) are held to the rule set's capability rule
+// (checkShippedCapabilities).
 func checkKeepsFabric(_ context.Context, t *Tree) Result {
 	files := []string{bom.OverridesRepoPath, generated.FactsFile}
 	if r := need(files, t.GeneratedErr, t.OverridesErr, t.ReleasesErr); r != nil {
@@ -89,15 +92,58 @@ func checkKeepsFabric(_ context.Context, t *Tree) Result {
 			}
 		}
 	}
-	if len(fatal) > 0 {
-		return fail(files, "remove or correct the override in "+bom.OverridesRepoPath+" (a reason cannot make a fabric-losing change safe), then "+regenerate,
-			"%s", strings.Join(fatal, "; "))
+	capBad, capCount, err := checkShippedCapabilities(t)
+	if err != nil {
+		return fail(append(files, runtimes.GoldenRuntime), regenerate, "%v", err)
 	}
-	msg := fmt.Sprintf("%d profiles keep %d enforced guest-config rules and every fabric setting", len(facts.Profiles), enforced)
+	var fixes []string
+	if len(fatal) > 0 {
+		fixes = append(fixes, "remove or correct the override in "+bom.OverridesRepoPath+" (a reason cannot make a fabric-losing change safe), then "+regenerate)
+	}
+	if len(capBad) > 0 {
+		files = append(files, runtimes.GoldenRuntime)
+		fixes = append(fixes, "write each capability without the "+fabric.CapPrefix+" prefix in "+shipsCapabilities+", then "+regenerate)
+	}
+	if len(fixes) > 0 {
+		return fail(files, strings.Join(fixes, "; "), "%s", strings.Join(append(fatal, capBad...), "; "))
+	}
+	msg := fmt.Sprintf("%d profiles keep %d enforced guest-config rules and every fabric setting; %d shipped capabilities carry no %s prefix",
+		len(facts.Profiles), enforced, capCount, fabric.CapPrefix)
 	if len(warnings) > 0 {
 		msg += fmt.Sprintf("; %d warning(s): %s", len(warnings), strings.Join(warnings, ", "))
 	}
 	return pass("%s", msg)
+}
+
+// shipsCapabilities is the builder that writes the shipped runtime's
+// capabilities.
+const shipsCapabilities = "runtimes/wiring.go"
+
+// checkShippedCapabilities holds the capabilities every container of the
+// shipped runtime's pod adds to the capability rule (fabric.CheckCapabilities),
+// each list against itself: a name written with the CAP_ prefix is dropped
+// by containerd (NVIDIA cluster-readiness-engine issue #438). Every finding
+// fails, a warning too: the runtime is ours, and an inert duplicate is one
+// edit from losing the capability with no error. It returns the findings
+// and how many capabilities it judged.
+func checkShippedCapabilities(t *Tree) ([]string, int, error) {
+	pod, err := shippedPod(t)
+	if err != nil {
+		return nil, 0, err
+	}
+	var bad []string
+	n := 0
+	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
+		if c.SecurityContext == nil || c.SecurityContext.Capabilities == nil {
+			continue
+		}
+		add := c.SecurityContext.Capabilities.Add
+		n += len(add)
+		for _, f := range fabric.CheckCapabilities(c.Name, add, add) {
+			bad = append(bad, fmt.Sprintf("%s container %s: %s", runtimes.GoldenRuntime, c.Name, f))
+		}
+	}
+	return bad, n, nil
 }
 
 func checkProfileFiles(_ context.Context, t *Tree) Result {

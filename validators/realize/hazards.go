@@ -18,6 +18,10 @@ import (
 //     webhook and lands in the pod. Without NET_ADMIN/NET_BIND_SERVICE, the
 //     host /sys and /proc/sys mounts or the plugin libraries, the daemon
 //     cannot set up the GPU NICs' receive path: NCCL falls back to TCP.
+//     A capability the patch writes with the CAP_ prefix (CAP_NET_ADMIN) is
+//     judged by the fabric rule set's capability rule (Judge,
+//     fabric.CheckCapabilities): containerd drops the prefixed name, and
+//     the verdict names the prefix as the cause.
 //   - mlPolicy.torch.envInjection (new in v2.3.0) makes the torch plugin
 //     upsert PET_* into the containers it names, sidecars included.
 

@@ -3,6 +3,10 @@ package realize
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/kubeflow/trainer/v2/pkg/constants"
@@ -29,12 +33,19 @@ func (j Judged) LosesFabric() bool { return j.Severity == fabric.Fatal }
 // value set from elsewhere).
 const EnvRule = "env rule"
 
+// CapabilityRule is the What of a finding of the capability rule that no
+// capability change carries (a prefixed name the runtime itself writes).
+const CapabilityRule = "capability rule"
+
 // Judge is the one fabric decision over wiring: the node container's env
 // is judged by the fabric rule set (internal/fabric) with the installer's
-// guest config rules, for removals, changes and additions alike; a change
-// inside a sidecar (the tcpxo-daemon) is judged by judgeSidecar; any other
-// wiring element lost or changed loses the fabric, and additions of other
-// elements keep it.
+// guest config rules, for removals, changes and additions alike; a
+// capability written with the CAP_ prefix in the node container or a
+// sidecar the runtime has, by the rule set's capability rule
+// (fabric.CheckCapabilities), which names the prefix as the cause; any
+// other change inside a sidecar (the tcpxo-daemon) by judgeSidecar; any
+// other wiring element lost or changed loses the fabric, and additions of
+// other elements keep it.
 func Judge(from, to wiring.Wiring, rules []guestconfig.Rule) []Judged {
 	all := fabric.Check(from.NodeEnv, rules, to.NodeEnv)
 	// Check gives one finding per variable, so a path names one finding.
@@ -42,10 +53,19 @@ func Judge(from, to wiring.Wiring, rules []guestconfig.Rule) []Judged {
 	for _, f := range all {
 		findings[f.Path] = f
 	}
+	capAll, writtenAs := capabilityFindings(from, to)
+	capFindings := make(map[string]fabric.Finding, len(capAll))
+	for _, f := range capAll {
+		capFindings[f.Path] = f
+	}
 	var out []Judged
 	for _, c := range wiring.Diff(from, to) {
 		j := Judged{Change: c}
+		f, prefixed := capFindings[c.Path]
 		switch {
+		case c.What == wiring.CapabilityAdded && prefixed:
+			delete(capFindings, c.Path)
+			j.Severity, j.Reason, j.Fix = f.Severity, f.Reason, f.Fix
 		case isSidecarChange(c):
 			j = judgeSidecar(c)
 		case c.What == wiring.EnvLost || c.What == wiring.EnvOverridden || c.What == wiring.EnvAdded:
@@ -61,6 +81,9 @@ func Judge(from, to wiring.Wiring, rules []guestconfig.Rule) []Judged {
 			j.Severity, j.Reason = fabric.Fatal, "the runtime's wiring element is lost or changed"
 			j.Fix = "keep what the runtime sets: override only what the user guide says a workload may tune"
 		}
+		if entry, ok := writtenAs[c.Path]; ok && c.What == wiring.CapabilityLost {
+			j.Reason += "; it is written " + entry + " instead, and the " + fabric.CapPrefix + " prefix is the cause (see capability " + entry + ")"
+		}
 		out = append(out, j)
 	}
 	// Findings no env change carries, in the rule set's order.
@@ -69,7 +92,53 @@ func Judge(from, to wiring.Wiring, rules []guestconfig.Rule) []Judged {
 			out = append(out, Judged{Change: wiring.Change{What: EnvRule, Path: f.Path}, Severity: f.Severity, Reason: f.Reason, Fix: f.Fix})
 		}
 	}
+	// Prefixed capabilities no change carries: the runtime writes them too.
+	for _, f := range capAll {
+		if _, left := capFindings[f.Path]; left {
+			out = append(out, Judged{Change: wiring.Change{What: CapabilityRule, Path: f.Path}, Severity: f.Severity, Reason: f.Reason, Fix: f.Fix})
+		}
+	}
 	return out
+}
+
+// capabilityFindings applies the capability rule to the node container and
+// to every sidecar the runtime has, each against the runtime's own list,
+// with Paths as wiring.Diff names their capabilities. writtenAs maps the
+// Path of a capability the container needs and lacks to the prefixed entry
+// written in its place.
+func capabilityFindings(from, to wiring.Wiring) (out []fabric.Finding, writtenAs map[string]string) {
+	writtenAs = map[string]string{}
+	judge := func(container, prefix string, shipped, candidate []corev1.Capability) {
+		for _, f := range fabric.CheckCapabilities(container, shipped, candidate) {
+			entry := strings.TrimPrefix(f.Path, fabric.CapabilityPath(""))
+			if plain, _ := fabric.Unprefixed(entry); f.Severity == fabric.Fatal {
+				// Fatal: needed, and the list has no plain spelling.
+				writtenAs[prefix+fabric.CapabilityPath(plain)] = entry
+			}
+			f.Path = prefix + f.Path
+			out = append(out, f)
+		}
+	}
+	if from.HasNode && to.HasNode {
+		judge(constants.Node, "", from.NodeCaps, to.NodeCaps)
+	}
+	for i := range to.InitContainers {
+		b := &to.InitContainers[i]
+		j := slices.IndexFunc(from.InitContainers, func(a corev1.Container) bool { return a.Name == b.Name })
+		if j < 0 {
+			continue
+		}
+		judge(b.Name, sidecarPrefix+b.Name+" ", addedCaps(&from.InitContainers[j]), addedCaps(b))
+	}
+	return out, writtenAs
+}
+
+// addedCaps are the capabilities a container adds.
+func addedCaps(c *corev1.Container) []corev1.Capability {
+	if c.SecurityContext == nil || c.SecurityContext.Capabilities == nil {
+		return nil
+	}
+	return c.SecurityContext.Capabilities.Add
 }
 
 // Verdict is what Lint finds for one TrainJob on the linked trainer.

@@ -267,7 +267,7 @@ func survival(o *Outcome) map[string]bool {
 func losesFabric(o *Outcome) []string {
 	lost := map[string]bool{}
 	for _, j := range Judge(o.RuntimeWiring, o.Wiring, runtimes.RulesFor(shipped.Facts(), o.RuntimeWiring.NodeEnv)) {
-		if j.What == EnvRule || !j.LosesFabric() {
+		if j.What == EnvRule || j.What == CapabilityRule || !j.LosesFabric() {
 			continue
 		}
 		for _, k := range categories(j.Change) {
