@@ -29,7 +29,7 @@ func Checks() []Check {
 		{"no-retired-daemon-flags", "no tcpxo-daemon argument is a flag the pinned daemon retired or rejects", checkRetiredFlags},
 		{"trainer-version-matches-gomod", "the BOM's trainer version is the one go.mod links", checkTrainerVersion},
 		{"daemon-invocation-runs-image-script", "the shipped tcpxo-daemon command runs the entry script the daemon image carries", checkDaemonInvocation},
-		{"shipped-env-keeps-the-fabric", "the shipped env of every profile, overrides applied, keeps the guest config's rules and the fabric settings", checkKeepsFabric},
+		{"shipped-env-keeps-the-fabric", "the shipped env of every profile, overrides applied, keeps the guest config's rules and the fabric settings, and no shipped capability carries the CAP_ prefix", checkKeepsFabric},
 		{"worker-cuda-matches-installer", "the worker image's CUDA major is the one the plugin libraries' needed libcudart names, if any", checkWorkerCUDA},
 		{"admission-policy-is-the-rule-set", "the committed admission policies are what the current fabric rule set generates", checkAdmissionPolicy},
 	}
