@@ -61,6 +61,13 @@ type measurement struct {
 	// LayersRead and LayersTotal are the scan's (scan phases only).
 	LayersRead  int `json:"layersRead"`
 	LayersTotal int `json:"layersTotal"`
+	// MustRead is the compressed bytes of the layers from the top down to
+	// the deepest one that supplied a wanted file (scan phases only): what
+	// a top-down scan cannot avoid reading.
+	MustRead int64 `json:"mustRead,omitempty"`
+	// LayerBytes is what the scan fetched of layers alone (Bytes adds the
+	// manifest and config), to compare with MustRead.
+	LayerBytes int64 `json:"layerBytes,omitempty"`
 }
 
 // defaultLayerSizes are filler sizes, in uncompressed bytes, added after
@@ -283,13 +290,14 @@ func spawn(phase, ref, cache string) (measurement, error) {
 func child(phase, ref, cache string) error {
 	var stats imagesource.Stats
 	var scanned imagefs.Stats
+	var must int64
 	start := time.Now()
 	var err error
 	switch phase {
 	case "scan-profile":
-		scanned, err = scan(ref, profileWants(), &stats)
+		scanned, must, err = scan(ref, profileWants(), &stats)
 	case "scan":
-		scanned, err = scan(ref, extract.Wants(), &stats)
+		scanned, must, err = scan(ref, extract.Wants(), &stats)
 	case "extract":
 		err = topDown(ref, cache, &stats)
 	case "flatten":
@@ -307,7 +315,7 @@ func child(phase, ref, cache string) error {
 		return err
 	}
 	return json.NewEncoder(os.Stdout).Encode(measurement{Phase: phase, Wall: wall, Requests: snap.Requests, Bytes: snap.Bytes, MaxRSSKB: peak,
-		LayersRead: scanned.LayersRead, LayersTotal: scanned.LayersTotal})
+		LayersRead: scanned.LayersRead, LayersTotal: scanned.LayersTotal, MustRead: must, LayerBytes: scanned.CompressedBytes})
 }
 
 // topDown is the production path: extract.Run with the image declared as a
@@ -334,20 +342,55 @@ func topDown(ref, cache string, stats *imagesource.Stats) error {
 
 // scan is top-down extraction's image work alone: open the image by digest
 // and read the wanted files, as extract does, without evaluating profiles.
-func scan(ref string, wants []imagefs.Want, stats *imagesource.Stats) (imagefs.Stats, error) {
+func scan(ref string, wants []imagefs.Want, stats *imagesource.Stats) (imagefs.Stats, int64, error) {
 	src, err := imagesource.Registry(ref, imagesource.WithStats(stats))
 	if err != nil {
-		return imagefs.Stats{}, err
+		return imagefs.Stats{}, 0, err
 	}
 	img, err := src.Image(context.Background())
 	if err != nil {
-		return imagefs.Stats{}, err
+		return imagefs.Stats{}, 0, err
 	}
 	res, err := imagefs.Scan(context.Background(), img, wants, imagefs.WithList(extract.PluginDir))
 	if err != nil {
-		return imagefs.Stats{}, err
+		return imagefs.Stats{}, 0, err
 	}
-	return res.Stats, nil
+	must, err := mustRead(img, res)
+	return res.Stats, must, err
+}
+
+// mustRead sums the compressed sizes of img's layers from the top down to
+// the deepest layer that supplied a found file: the bytes any top-down
+// reader of those facts has to fetch, whatever it does with them.
+func mustRead(img v1.Image, res *imagefs.Result) (int64, error) {
+	layers, err := img.Layers()
+	if err != nil {
+		return 0, err
+	}
+	deepest := len(layers)
+	for i, l := range layers {
+		d, err := l.Digest()
+		if err != nil {
+			return 0, err
+		}
+		for _, f := range res.Files {
+			if f.Layer == d && i < deepest {
+				deepest = i
+			}
+		}
+	}
+	if deepest == len(layers) {
+		return 0, errors.New("the scan found no wanted file in any layer")
+	}
+	var sum int64
+	for _, l := range layers[deepest:] {
+		n, err := l.Size()
+		if err != nil {
+			return 0, err
+		}
+		sum += n
+	}
+	return sum, nil
 }
 
 // flatten reproduces `crane export | tar -t`: every layer of the merged
@@ -415,12 +458,16 @@ func lintPhases(root, tmp string, r map[string]measurement) error {
 	return nil
 }
 
-// Targets of issue 22 (the bench, not timed tests, holds them).
+// Targets of issues 22 and 38 (the bench, not timed tests, holds them).
+// The every-fact scan is held to the machine's own limit, not to a fixed
+// ratio over flatten: how much faster than flatten it can be depends on
+// how deep the deepest fact sits and on the cores, and a fixed 25x was
+// unreachable on 2 cores (issue 38 measured 4.7x at 58 % of the limit).
 const (
-	minEveryFactSpeedup = 25
-	maxWarmShare        = 0.02
-	maxLintOne          = 200 * time.Millisecond
-	maxLintHundred      = 3 * time.Second
+	minLimitShare  = 0.9
+	maxWarmShare   = 0.02
+	maxLintOne     = 200 * time.Millisecond
+	maxLintHundred = 3 * time.Second
 )
 
 func report(size, base int64, r map[string]measurement) error {
@@ -454,19 +501,22 @@ func report(size, base int64, r map[string]measurement) error {
 	check(rec.Bytes < maxReconstructRead, "reconstruction layout: < 1 MB of layer data read")
 	check(warm.Requests == 0, "warm re-run: zero registry requests")
 	cold := r["cold"]
-	check(honest >= minEveryFactSpeedup, fmt.Sprintf("every fact >= %dx faster than flatten (%.1fx)", minEveryFactSpeedup, honest))
 	check(float64(warm.Wall) <= maxWarmShare*float64(cold.Wall), fmt.Sprintf("warm <= %.0f%% of cold (%.1f%%)", 100*maxWarmShare, 100*float64(warm.Wall)/float64(max(cold.Wall, 1))))
 	l1, l100 := r["check-trainjob-1"], r["check-trainjob-100"]
 	check(l1.Wall <= maxLintOne, fmt.Sprintf("check trainjob, 1 file <= %s (%s)", maxLintOne, l1.Wall.Round(time.Millisecond)))
 	check(l100.Wall <= maxLintHundred, fmt.Sprintf("check trainjob, 100 files <= %s (%s)", maxLintHundred, l100.Wall.Round(time.Millisecond)))
 	// The limit: flatten inflates and hashes every layer on one core, so
-	// its rate is the per-core inflate throughput; with every core busy
-	// the every-fact scan cannot beat its bytes at that rate times cores.
+	// its rate is the per-core inflate throughput; with every core busy a
+	// top-down scan cannot beat the bytes it must read (the layers down to
+	// the deepest fact) at that rate times cores.
 	cores := runtime.GOMAXPROCS(0)
 	rate := float64(fl.Bytes) / max(fl.Wall.Seconds(), 1e-9)
-	limit := time.Duration(float64(td.Bytes) / (rate * float64(cores)) * float64(time.Second))
-	fmt.Printf("  limit: %.0f MB/s per core (flatten's rate) x %d cores: the every-fact scan's %d bytes in %s at best; measured %s (%.0f%% of the limit's speed)\n",
-		rate/1e6, cores, td.Bytes, limit.Round(time.Millisecond), td.Wall.Round(time.Millisecond), 100*float64(limit)/float64(max(td.Wall, 1)))
+	limit := time.Duration(float64(td.MustRead) / (rate * float64(cores)) * float64(time.Second))
+	share := float64(limit) / float64(max(td.Wall, 1))
+	fmt.Printf("  limit: %.0f MB/s per core (flatten's rate) x %d cores: the %d bytes down to the deepest fact in %s at best; measured %s (%.0f%% of the limit's speed)\n",
+		rate/1e6, cores, td.MustRead, limit.Round(time.Millisecond), td.Wall.Round(time.Millisecond), 100*share)
+	check(td.MustRead > 0 && td.LayerBytes <= td.MustRead, fmt.Sprintf("every fact: layer bytes read <= the layers down to the deepest fact (%d of %d)", td.LayerBytes, td.MustRead))
+	check(share >= minLimitShare, fmt.Sprintf("every fact at >= %.0f%% of the limit's speed (%.0f%%)", 100*minLimitShare, 100*share))
 	if len(failed) > 0 {
 		return fmt.Errorf("%d target(s) missed", len(failed))
 	}
