@@ -213,7 +213,11 @@ const (
 // runtime snapshot's node-pod wiring against the deployed runtime's
 // (wiring.Diff, the differ the lint uses), a snapshot the trainer would
 // refuse, and, for those without a snapshot, that their wiring is not
-// known. A TrainJob on other wiring than deployed is a warning, not a
+// known. Without a snapshot the trainer version would decide (v2.2.0 keeps
+// none; v2.3.0 has not reconciled the TrainJob yet), but nothing here reads
+// the cluster's trainer version: validate's lifecycle.Observe finds the
+// trainer's CRDs and controller Deployments, not their version, and its
+// report names the BOM's pin. So those are reported neutrally. A TrainJob on other wiring than deployed is a warning, not a
 // failure: the cluster is sound, the TrainJob was submitted earlier. Each
 // deployed benchmark runtime read is held to the webhook rule as the
 // shipped runtime is (Check).
