@@ -268,10 +268,13 @@ func TestDiscoverAndCheckCluster(t *testing.T) {
 // TestDiscoverAndCheckClusterUnderTheirRoles runs each command as a
 // ServiceAccount bound to exactly what `render rbac --for COMMAND` prints:
 // it passes; with any one rule removed it fails, naming the missing
-// permission and the command that grants it (issue 25).
+// permission and the command that grants it (issue 25). A TrainJob of each
+// shipped runtime exists, so check cluster makes every read its TrainJob
+// check needs (their snapshots, the benchmark runtime).
 func TestDiscoverAndCheckClusterUnderTheirRoles(t *testing.T) {
 	ctx := context.Background()
 	installShippedRuntime(t, ctx)
+	submitShippedTrainJobs(t, ctx, "check-cluster-role")
 	vpcs := []string{"vpc1", "vpc2", "vpc3", "vpc4", "vpc5", "vpc6", "vpc7", "vpc8"}
 	provision(t, ctx, vpcs, func(string) []harness.HostNIC { return harness.A3MegaNICs(vpcs) })
 	t.Cleanup(func() {

@@ -129,7 +129,18 @@ var Discover = List{
 }
 
 // CheckCluster is `tcpxogen check cluster`: discover's reads, the
-// installer's pods and the deployed runtimes.
+// installer's pods, the deployed runtimes, and the TrainJobs of the shipped
+// runtimes with their runtime snapshots.
+//
+// The snapshots are ConfigMaps named <trainjob>-runtime-snapshot in each
+// TrainJob's namespace (trainer v2.3.0, pkg/runtime/core/snapshot.go).
+// RBAC's resourceNames match whole names only, no prefix or suffix, and the
+// TrainJobs' namespaces are known only once they are listed, so no Role or
+// resourceNames can narrow that read: the narrowest rule the API allows is
+// get configmaps cluster-wide, without list or watch, so the command can
+// read a ConfigMap only by the name it derives from a TrainJob and
+// enumerates none. The benchmark TrainingRuntime is read by name in the
+// namespaces its TrainJobs run in, which get can be narrowed to.
 var CheckCluster = List{
 	Command:          "check-cluster",
 	Namespace:        "the namespace the NCCL plugin installer runs in",
@@ -138,5 +149,11 @@ var CheckCluster = List{
 		Rule{Verbs: []string{"list"}, Group: groupCore, Resource: "pods", Scope: InNamespace,
 			For: "read the installer's pods and their images"},
 		Rule{Verbs: []string{"get"}, Group: groupTrainer, Resource: "clustertrainingruntimes", ResourceNames: []string{names.Runtime}, Scope: ClusterWide,
-			For: "read the deployed " + names.Runtime + "'s " + names.DaemonContainer}),
+			For: "read the deployed " + names.Runtime + ": its " + names.DaemonContainer + ", its labels and its wiring"},
+		Rule{Verbs: []string{"list"}, Group: groupTrainer, Resource: "trainjobs", Scope: ClusterWide,
+			For: "find the TrainJobs of " + names.Runtime + " and " + names.Benchmark + " in every namespace"},
+		Rule{Verbs: []string{"get"}, Group: groupCore, Resource: "configmaps", Scope: ClusterWide,
+			For: "read each such TrainJob's runtime snapshot (the ConfigMap <trainjob>-runtime-snapshot in its namespace), by name"},
+		Rule{Verbs: []string{"get"}, Group: groupTrainer, Resource: "trainingruntimes", ResourceNames: []string{names.Benchmark}, Scope: ClusterWide,
+			For: "read the deployed " + names.Benchmark + " in the namespaces its TrainJobs run in"}),
 }

@@ -4,7 +4,9 @@
 // `tcpxogen review`), what a pull request reviewer must see: the images, the
 // env of each profile with its fabric class, the guest-config rules, the
 // files in /plugins and /scripts, the CUDA rule, driver branch and GKE floor,
-// the plugin libraries' needed sonames, and every decision still to record.
+// the plugin libraries' needed sonames, every decision still to record, and,
+// when the shipped runtime changes, that the TrainJobs already submitted
+// keep the wiring they were created with.
 // It owns the comparison and its one Markdown rendering, not how either
 // snapshot is obtained (internal/bump, internal/review) nor the rules it
 // reports (internal/fabric, internal/coupling).
@@ -19,6 +21,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
+	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/validators/bomcheck"
 )
 
@@ -116,6 +119,7 @@ func Markdown(r Report) string {
 	writePublished(&b, r)
 	writeDecisions(&b, r)
 	writeCheck(&b, r)
+	writeSubmitted(&b, r)
 	if len(r.Files) > 0 {
 		b.WriteString("### Files rewritten\n\n")
 		for _, f := range r.Files {
@@ -423,6 +427,24 @@ func writeCheck(b *strings.Builder, r Report) {
 		return
 	}
 	fmt.Fprintf(b, "%d of %d checks failed:\n\n%s\n\n", len(failed), len(r.Check.Results), strings.Join(failed, "\n"))
+}
+
+// writeSubmitted says, when the change rewrites the shipped runtime, that
+// applying it does not reach the TrainJobs submitted before: Kubeflow
+// Trainer v2.3.0 builds a TrainJob from the snapshot of the runtime it took
+// on its first reconcile (KEP-2599, kubeflow/trainer PR #3580:
+// pkg/runtime/core/snapshot.go, ConfigMap <trainjob>-runtime-snapshot), and
+// on v2.2.0 the running pods keep what they started with.
+func writeSubmitted(b *strings.Builder, r Report) {
+	if !slices.Contains(r.Files, runtimes.GoldenRuntime) {
+		return
+	}
+	b.WriteString("### TrainJobs already submitted\n\n")
+	b.WriteString("Applying the new runtime does not change the TrainJobs created before it: they keep the wiring they were created with, " +
+		"on Kubeflow Trainer v2.3.0 and later from the runtime snapshot taken when the TrainJob was first reconciled " +
+		"(ConfigMap `<trainjob>-runtime-snapshot`), on v2.2.0 in the pods already running. " +
+		"Resubmit (delete and recreate) the running and suspended ones to run the new wiring; " +
+		"`tcpxogen check cluster` lists the TrainJobs of the shipped runtime whose snapshot differs from the deployed runtime.\n\n")
 }
 
 func shown(v string, ok bool) string {

@@ -24,6 +24,7 @@ func Checks() []Check {
 		{"profile-files-shipped", "every file the profile points into the library directory is shipped", checkProfileFiles},
 		{"published-differences-decided", "every difference from the published NCCL list has a recorded decision", checkPublishedDifferences},
 		{"benchmark-wiring-matches", "the benchmark runtime's wiring equals the shipped runtime's", checkBenchmarkWiring},
+		{"runtimes-keep-webhook-validation", "no shipped runtime opts out of the trainer's validating webhook", checkWebhookValidation},
 		requirementsCheck,
 		{"generated-output-reproducible", "re-extracting from the recorded source reproduces the generated code and goldens", checkReproducible},
 		{"no-retired-daemon-flags", "no tcpxo-daemon argument is a flag the pinned daemon retired or rejects", checkRetiredFlags},

@@ -8,6 +8,7 @@ import (
 
 	networkv1 "github.com/GoogleCloudPlatform/gke-networking-api/apis/network/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/tcpxogen/tcpxogen/bom"
@@ -53,6 +54,9 @@ type State struct {
 	// DaemonImages are the tcpxo-daemon images of the deployed shipped
 	// runtime; nil when it is not deployed.
 	DaemonImages []string
+	// Runtime is the deployed shipped ClusterTrainingRuntime as the API
+	// server serves it; nil when it is not deployed.
+	Runtime *unstructured.Unstructured
 }
 
 // Expect is what the cluster should match: the BOM, the release table and,
@@ -66,7 +70,9 @@ type Expect struct {
 // Check judges the cluster per node: its GPU-NIC topology, the installer
 // running on it, and its GKE version against the release's floor. A node
 // without GKE's NIC annotations is unverified (a warning); everything else
-// that does not hold fails.
+// that does not hold fails. A deployed shipped runtime labelled to skip the
+// trainer's validating webhook (runtimes.WebhookValidationLabel) is a
+// warning.
 func Check(st State, want Expect) []Finding {
 	var out []Finding
 	add := func(l Level, check, node, format string, a ...any) {
@@ -138,6 +144,9 @@ func Check(st State, want Expect) []Finding {
 
 	out = append(out, checkInstaller(nodes, st, want)...)
 	out = append(out, checkFloors(nodes, want)...)
+	if st.Runtime != nil {
+		out = append(out, webhookFindings(st.Runtime)...)
+	}
 	return out
 }
 

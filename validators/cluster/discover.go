@@ -19,6 +19,12 @@
 // Nothing is guessed: a mapping is derived only when every node advertises
 // the same eight networks, each on its own GPU NIC (eth1..eth8, the host
 // NICs the runtime's pod interfaces mirror), identically on every node.
+//
+// `check cluster` (RunCheckCluster) judges the same facts per node (Check),
+// and the TrainJobs of the shipped runtimes against the deployed runtimes:
+// a TrainJob keeps the wiring of the runtime it was created with (trainer
+// v2.3.0's runtime snapshot), so one submitted before a runtime change is
+// named with the wiring it still runs (trainjobs.go).
 package cluster
 
 import (

@@ -8,12 +8,12 @@ import (
 	"strings"
 
 	networkv1 "github.com/GoogleCloudPlatform/gke-networking-api/apis/network/v1"
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -159,7 +159,7 @@ func isNotServed(err error) bool {
 
 // ReadState reads what check cluster judges: the target nodes, the GKE
 // Networks, the installer's pods in namespace, and the deployed shipped
-// runtime's tcpxo-daemon images.
+// runtime (its tcpxo-daemon images and labels).
 func ReadState(ctx context.Context, c *Clients, selector, namespace string) (State, error) {
 	var st State
 	var err error
@@ -182,11 +182,17 @@ func ReadState(ctx context.Context, c *Clients, selector, namespace string) (Sta
 	case err != nil:
 		return st, c.Guard.Explain(fmt.Errorf("reading ClusterTrainingRuntime %s: %w", names.Runtime, err))
 	}
+	st.Runtime = rt
 	st.DaemonImages = append([]string{}, imagesOf(rt.Object, names.DaemonContainer)...)
 	return st, nil
 }
 
-var trainerRuntimes = schema.GroupVersionResource{Group: "trainer.kubeflow.org", Version: "v1alpha1", Resource: "clustertrainingruntimes"}
+// The trainer's resources check cluster reads.
+var (
+	trainerRuntimes   = trainer.GroupVersion.WithResource("clustertrainingruntimes")
+	trainerNSRuntimes = trainer.GroupVersion.WithResource("trainingruntimes")
+	trainerTrainJobs  = trainer.GroupVersion.WithResource("trainjobs")
+)
 
 // imagesOf finds the image of every container named name anywhere in a
 // decoded object (the runtime nests its pod templates in its job templates).

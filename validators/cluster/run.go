@@ -58,3 +58,20 @@ func RunCheck(ctx context.Context, c *Clients, selector, namespace string, want 
 	}
 	return Check(st, want), nil
 }
+
+// RunCheckCluster is `check cluster`: RunCheck's checks (the ones validate
+// runs too), and the TrainJobs of the shipped runtimes judged against the
+// deployed runtimes (CheckTrainJobs), which reads what validate's
+// permissions do not grant: the TrainJobs of every namespace and their
+// runtime snapshots.
+func RunCheckCluster(ctx context.Context, c *Clients, selector, namespace string, want Expect) ([]Finding, error) {
+	st, err := ReadState(ctx, c, selector, namespace)
+	if err != nil {
+		return nil, err
+	}
+	tj, err := ReadTrainJobs(ctx, c, st.Runtime)
+	if err != nil {
+		return nil, err
+	}
+	return append(Check(st, want), CheckTrainJobs(tj)...), nil
+}

@@ -25,7 +25,7 @@ func Commands(subcommands cli.Commands) cli.Commands {
 		}
 		return check(ctx, args, s)
 	}
-	return cli.Commands{"check": {Summary: "coupling check (make bom-check); --release adds the release gate (make release-check); `check trainjob [-v] FILE...` lints every TrainJob in the files: wiring and launch; `check cluster` checks the GPU pool's NIC topology, installer and GKE version", Run: run}}
+	return cli.Commands{"check": {Summary: "coupling check (make bom-check); --release adds the release gate (make release-check); `check trainjob [-v] FILE...` lints every TrainJob in the files: wiring and launch; `check cluster` checks the GPU pool's NIC topology, installer and GKE version, and lists the TrainJobs still on other wiring than the deployed runtime", Run: run}}
 }
 
 // errFailed carries the exit status of a check that ran and found problems;

@@ -76,7 +76,7 @@ var errFailed = errors.New("the cluster check failed")
 // CheckCommands returns `check cluster`, for `check` to dispatch to (main
 // hands it over: commands never import each other).
 func CheckCommands() cli.Commands {
-	return cli.Commands{"cluster": {Summary: "check the GPU nodes' NIC topology, networks, installer and GKE version", Run: CheckCluster}}
+	return cli.Commands{"cluster": {Summary: "check the GPU nodes' NIC topology, networks, installer and GKE version, and list the TrainJobs still on other wiring than the deployed runtime", Run: CheckCluster}}
 }
 
 // CheckCluster is `tcpxogen check cluster`, dispatched by `check`.
@@ -105,7 +105,7 @@ func CheckCluster(ctx context.Context, args []string, s cli.Streams) error {
 	if err != nil {
 		return err
 	}
-	findings, err := cluster.RunCheck(ctx, c, *cf.NodeSelector, *cf.Namespace, want)
+	findings, err := cluster.RunCheckCluster(ctx, c, *cf.NodeSelector, *cf.Namespace, want)
 	if err != nil {
 		return err
 	}
