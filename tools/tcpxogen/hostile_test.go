@@ -144,6 +144,15 @@ func TestHostileInputs(t *testing.T) {
 		"nccl-report --log": func(t *testing.T, p string) []string {
 			return []string{"nccl-report", "--log", p, "--out", t.TempDir()}
 		},
+		"nccl-report --sign-key": func(t *testing.T, p string) []string {
+			return []string{"nccl-report", "--log", filepath.Join(root, "testdata", "nccl-logs", "healthy.log"), "--out", t.TempDir(), "--sign-key", p}
+		},
+		"verify --key": func(_ *testing.T, p string) []string {
+			return []string{"verify", "--key", p, filepath.Join(root, "tools", "tcpxogen", "testdata", "evidence", "evidence.sigstore.json")}
+		},
+		"verify BUNDLE": func(_ *testing.T, p string) []string {
+			return []string{"verify", "--key", filepath.Join(root, "internal", "evidence", "testdata", "ed25519.pub.pem"), p}
+		},
 		"validate --recipe": func(_ *testing.T, p string) []string { return []string{"validate", "--recipe", p, "--dry-run"} },
 		"validate --kubeconfig": func(_ *testing.T, p string) []string {
 			return []string{"validate", "--recipe", recipe, "--kubeconfig", p, "--dry-run", "--root", root}

@@ -29,6 +29,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/rendercmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/sbomcmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/validatecmd"
+	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/verifycmd"
 	"github.com/tcpxogen/tcpxogen/tools/tcpxogen/internal/versioncmd"
 )
 
@@ -42,6 +43,7 @@ func commands() cli.Commands {
 	maps.Copy(cmds, ncclreportcmd.Commands())
 	maps.Copy(cmds, democmd.Commands())
 	maps.Copy(cmds, validatecmd.Commands())
+	maps.Copy(cmds, verifycmd.Commands())
 	maps.Copy(cmds, bumpcmd.Commands())
 	maps.Copy(cmds, clustercmd.Commands())
 	maps.Copy(cmds, versioncmd.Commands())

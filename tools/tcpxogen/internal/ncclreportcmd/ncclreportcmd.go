@@ -8,6 +8,7 @@ package ncclreportcmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
 	"github.com/tcpxogen/tcpxogen/internal/atomicfile"
 	"github.com/tcpxogen/tcpxogen/internal/bandwidth"
+	"github.com/tcpxogen/tcpxogen/internal/evidence"
 	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 	"github.com/tcpxogen/tcpxogen/tools/internal/cli"
 	"github.com/tcpxogen/tcpxogen/validators/performance/busbw"
@@ -25,8 +27,9 @@ import (
 // Output file names inside --out: the report package's, which validate
 // writes too.
 const (
-	ReportFile = report.File
-	ChartFile  = report.ChartFile
+	ReportFile   = report.File
+	ChartFile    = report.ChartFile
+	EvidenceFile = evidence.BundleFile
 )
 
 // DefaultFloor is the declared H100 GKE floor for nccl-all-reduce-bw (GB/s).
@@ -38,7 +41,7 @@ func Commands() cli.Commands {
 }
 
 func run(_ context.Context, args []string, s cli.Streams) error {
-	fs := cli.NewFlags("nccl-report", "nccl-report --log FILE [--floor GBPS] [--plugin-version V] [--out DIR]", s)
+	fs := cli.NewFlags("nccl-report", "nccl-report --log FILE [--floor GBPS] [--plugin-version V] [--out DIR] [--sign-key KEY.pem]", s)
 	flagsUsage := fs.Usage
 	fs.Usage = func() {
 		flagsUsage()
@@ -48,6 +51,7 @@ func run(_ context.Context, args []string, s cli.Streams) error {
 	floorFlag := fs.String("floor", DefaultFloor, fmt.Sprintf(`declared busbw floor in GB/s as a recipe writes it: ">= N", "> N" or "N", N a plain decimal up to %d; the run passes at 0.9 × N`, bandwidth.MaxGBps))
 	plugin := fs.String("plugin-version", tcpxo.PluginVersion, "NCCL plugin version the log's 'Initializing network FasTrak, version:' line must match (a leading v is ignored)")
 	out := fs.String("out", ".", "directory for "+ReportFile+" and "+ChartFile)
+	signKey := fs.String("sign-key", "", "`FILE`: an unencrypted ECDSA P-256 or Ed25519 private key (PEM, as openssl genpkey writes it); also write "+EvidenceFile+", a Sigstore bundle signing the report and the chart, which `tcpxogen verify` checks with the public key alone")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -60,6 +64,15 @@ func run(_ context.Context, args []string, s cli.Streams) error {
 	}
 	if strings.TrimSpace(*plugin) == "" {
 		return cli.BadInput("--plugin-version is empty: give the pinned plugin version (default %s)", tcpxo.PluginVersion)
+	}
+
+	// The key is read before the log is judged: an unusable key is bad
+	// input, and no report is written without the evidence asked for.
+	var key *evidence.PrivateKey
+	if *signKey != "" {
+		if key, err = ReadSignKey(*signKey); err != nil {
+			return err
+		}
 	}
 
 	l, err := readLog(*logPath)
@@ -79,17 +92,49 @@ func run(_ context.Context, args []string, s cli.Streams) error {
 		return err
 	}
 	reportPath, chartPath := filepath.Join(*out, ReportFile), filepath.Join(*out, ChartFile)
-	// Both files or neither: a report next to a stale chart from an earlier
-	// run would contradict itself.
-	if _, err := (atomicfile.Set{reportPath: ctrf, chartPath: svg}).Commit(0o644); err != nil {
+	files := atomicfile.Set{reportPath: ctrf, chartPath: svg}
+	evidencePath := ""
+	if key != nil {
+		bundle, err := evidence.Sign(key, []evidence.File{{Name: ReportFile, Data: ctrf}, {Name: ChartFile, Data: svg}}, report.Evidence(l, v, report.Context{PluginVersion: *plugin, NCCLVersion: tcpxo.NCCLVersion}))
+		if err != nil {
+			return fmt.Errorf("--sign-key %s: %w", *signKey, err)
+		}
+		evidencePath = filepath.Join(*out, EvidenceFile)
+		files[evidencePath] = bundle
+	}
+	// All files or none: a report next to a stale chart (or a bundle
+	// signing an earlier report) would contradict itself.
+	if _, err := files.Commit(0o644); err != nil {
 		return fmt.Errorf("write the report to %s: %w", *out, err)
 	}
 
 	summarize(s.Out, *logPath, l, v, *plugin, reportPath, chartPath)
+	if evidencePath != "" {
+		fmt.Fprintf(s.Out, "  evidence   %s (signed with the %s key %s; verify with `tcpxogen verify --key PUB.pem %s`)\n", evidencePath, key.Algorithm(), key.Public().Hint(), evidencePath)
+	}
 	if !v.Pass {
 		return fmt.Errorf("the benchmark failed with %d problem(s); see %s", len(v.Problems), reportPath)
 	}
 	return nil
+}
+
+// ReadSignKey reads --sign-key; any problem is bad input (exit 2) naming
+// the flag, the file and the fix.
+func ReadSignKey(path string) (*evidence.PrivateKey, error) {
+	data, err := inputfile.Read(path, inputfile.Spec{What: "--sign-key", Max: 64 << 10})
+	if err != nil {
+		return nil, cli.BadInput("%w", err)
+	}
+	key, err := evidence.ParsePrivateKey(data)
+	switch {
+	case errors.Is(err, evidence.ErrEncryptedKey):
+		return nil, cli.BadInput("--sign-key %s: %w; tcpxogen signs unattended and never prompts: keep the key in a secret store and give it decrypted (openssl pkey -in %s -out KEY.pem)", path, err, path)
+	case errors.Is(err, evidence.ErrPublicKeyGiven):
+		return nil, cli.BadInput("--sign-key %s: %w; give the private key (the public one is for `tcpxogen verify --key`)", path, err)
+	case err != nil:
+		return nil, cli.BadInput("--sign-key %s: %w; make one with: openssl genpkey -algorithm ed25519 -out KEY.pem", path, err)
+	}
+	return key, nil
 }
 
 // readLog parses the log; a file that cannot be read, that is not
