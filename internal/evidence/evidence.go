@@ -15,6 +15,7 @@
 package evidence
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"crypto/rand"
@@ -88,6 +89,74 @@ type Predicate struct {
 	InstallerImage string `json:"installerImage"`
 	DaemonImage    string `json:"daemonImage"`
 	ToolVersion    string `json:"toolVersion"`
+
+	// The fields below are set by `tcpxogen validate` (a live run) only;
+	// a bundle of `tcpxogen nccl-report` (a captured log) has none of them.
+
+	// DeployedRuntimeDigest is "sha256:<hex>" of the canonical JSON (see
+	// CanonicalJSON) of the spec of the deployed runtime the run compared
+	// with the render and derived the benchmark from.
+	DeployedRuntimeDigest string `json:"deployedRuntimeDigest,omitempty"`
+	// Images are the images the benchmark's containers ran, as the kubelet
+	// resolved them (status.containerStatuses[].imageID and
+	// initContainerStatuses), deduplicated by container name, image and
+	// imageID; never the pod's name or node.
+	Images []RanImage `json:"images,omitempty"`
+	// MutableTagsAllowed records --allow-mutable-tags: some image ran by a
+	// mutable tag only; those are listed in TagOnlyImages.
+	MutableTagsAllowed bool       `json:"mutableTagsAllowed,omitempty"`
+	TagOnlyImages      []RanImage `json:"tagOnlyImages,omitempty"`
+}
+
+// RanImage is one container's image as the kubelet reported it ran.
+type RanImage struct {
+	Container string `json:"container"`
+	// Init is true for an init (or native sidecar) container.
+	Init bool `json:"init,omitempty"`
+	// Image is the pod spec's reference; ImageID the resolved one.
+	Image   string `json:"image"`
+	ImageID string `json:"imageID"`
+}
+
+// HasDigest tells whether the imageID names content (a sha256 digest), as
+// opposed to a mutable tag, or nothing.
+func (r RanImage) HasDigest() bool {
+	return strings.Contains(r.ImageID, "@sha256:") || strings.HasPrefix(r.ImageID, "sha256:")
+}
+
+// CanonicalJSON encodes v deterministically, the encoding
+// DeployedRuntimeDigest is taken over: v's JSON decoded into generic values
+// (numbers kept as written) and encoded again with encoding/json, so object
+// keys are sorted bytewise, there is no insignificant whitespace, no
+// trailing newline, and <, > and & are not escaped.
+func CanonicalJSON(v any) ([]byte, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var generic any
+	if err := dec.Decode(&generic); err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(generic); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// Digest is "sha256:<hex>" of CanonicalJSON(v).
+func Digest(v any) (string, error) {
+	data, err := CanonicalJSON(v)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 
 // Versions is a component's versions as the log showed them and as pinned.

@@ -12,6 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 )
 
 // Errors a key is refused with. Each wraps ErrInput.
@@ -158,3 +160,29 @@ func ParsePublicKey(data []byte) (*PublicKey, error) {
 }
 
 var errNoKey = errors.New("evidence: nil key")
+
+// LoadPrivateKey reads the signing key a command's flag (e.g. "--sign-key")
+// names. Every error wraps ErrInput and names the flag, the file and the
+// fix; a command reports it as bad input, before doing any work.
+func LoadPrivateKey(flag, path string) (*PrivateKey, error) {
+	data, err := inputfile.Read(path, inputfile.Spec{What: flag, Max: 64 << 10})
+	if err != nil {
+		return nil, unusable{err}
+	}
+	key, err := ParsePrivateKey(data)
+	switch {
+	case errors.Is(err, ErrEncryptedKey):
+		return nil, fmt.Errorf("%s %s: %w; tcpxogen signs unattended and never prompts: keep the key in a secret store and give it decrypted (openssl pkey -in %s -out KEY.pem)", flag, path, err, path)
+	case errors.Is(err, ErrPublicKeyGiven):
+		return nil, fmt.Errorf("%s %s: %w; give the private key (the public one is for `tcpxogen verify --key`)", flag, path, err)
+	case err != nil:
+		return nil, fmt.Errorf("%s %s: %w; make one with: openssl genpkey -algorithm ed25519 -out KEY.pem", flag, path, err)
+	}
+	return key, nil
+}
+
+// unusable marks err as ErrInput without changing its message.
+type unusable struct{ err error }
+
+func (u unusable) Error() string   { return u.err.Error() }
+func (u unusable) Unwrap() []error { return []error{u.err, ErrInput} }

@@ -8,7 +8,6 @@ package ncclreportcmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -121,18 +120,9 @@ func run(_ context.Context, args []string, s cli.Streams) error {
 // ReadSignKey reads --sign-key; any problem is bad input (exit 2) naming
 // the flag, the file and the fix.
 func ReadSignKey(path string) (*evidence.PrivateKey, error) {
-	data, err := inputfile.Read(path, inputfile.Spec{What: "--sign-key", Max: 64 << 10})
+	key, err := evidence.LoadPrivateKey("--sign-key", path)
 	if err != nil {
 		return nil, cli.BadInput("%w", err)
-	}
-	key, err := evidence.ParsePrivateKey(data)
-	switch {
-	case errors.Is(err, evidence.ErrEncryptedKey):
-		return nil, cli.BadInput("--sign-key %s: %w; tcpxogen signs unattended and never prompts: keep the key in a secret store and give it decrypted (openssl pkey -in %s -out KEY.pem)", path, err, path)
-	case errors.Is(err, evidence.ErrPublicKeyGiven):
-		return nil, cli.BadInput("--sign-key %s: %w; give the private key (the public one is for `tcpxogen verify --key`)", path, err)
-	case err != nil:
-		return nil, cli.BadInput("--sign-key %s: %w; make one with: openssl genpkey -algorithm ed25519 -out KEY.pem", path, err)
 	}
 	return key, nil
 }
