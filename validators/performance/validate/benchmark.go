@@ -177,7 +177,21 @@ func (v *validation) benchmark(ctx context.Context, cl *Clients, s streams) (err
 	if o == nil {
 		return errors.Join(waitErr, judgeErr)
 	}
+	// Signed before anything is written, so the bundle is written with
+	// the report, chart and log or not at all; a run refused evidence
+	// still saves its results.
+	var signErr error
+	if v.key != nil && judgeErr == nil {
+		pods, err := benchmarkPods(lctx, cl.Kube, v.trainJob.Namespace, v.trainJob.Name, running)
+		if err == nil {
+			err = o.sign(v.key, rc, source, pods, v.opts.AllowMutableTags)
+		}
+		signErr = err
+	}
 	paths, writeErr := o.write(v.opts.Out)
+	if signErr != nil && writeErr == nil {
+		signErr = fmt.Errorf("%w; the unsigned results are saved in %s", signErr, strings.Join(paths, ", "))
+	}
 	if judgeErr != nil && writeErr == nil {
 		judgeErr = fmt.Errorf("%w; the log is saved in %s", judgeErr, strings.Join(paths, ", "))
 	}
@@ -186,12 +200,12 @@ func (v *validation) benchmark(ctx context.Context, cl *Clients, s streams) (err
 	}
 	o.summary(s.Out, paths)
 	if err := workersWired(lctx, cl.Kube, v.trainJob.Namespace, v.trainJob.Name, bench, running); err != nil {
-		return errors.Join(waitErr, err)
+		return errors.Join(waitErr, err, signErr)
 	}
 	if !o.Verdict.Pass {
-		return errors.Join(waitErr, fmt.Errorf("the benchmark failed %d check(s) (runtimeSource %s): %s", len(o.Verdict.Problems), prov.RuntimeSource, strings.Join(o.Verdict.Problems, "; ")))
+		return errors.Join(waitErr, signErr, fmt.Errorf("the benchmark failed %d check(s) (runtimeSource %s): %s", len(o.Verdict.Problems), prov.RuntimeSource, strings.Join(o.Verdict.Problems, "; ")))
 	}
-	return waitErr
+	return errors.Join(waitErr, signErr)
 }
 
 // readBackShipped reads the shipped runtime this run applied and checks that

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
+	"github.com/tcpxogen/tcpxogen/internal/evidence"
 	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/runtimes/benchmark"
 	"github.com/tcpxogen/tcpxogen/validators/performance/agreement"
@@ -317,6 +318,10 @@ func (v *validation) planBenchmark(source *trainer.ClusterTrainingRuntime) {
 		"  runtimeSource: "+v.runtimeSourceText(),
 		fmt.Sprintf("  report: %s, %s and %s in %s", report.File, report.ChartFile, LogFile, v.opts.Out),
 	)
+	if v.key != nil {
+		s.lines = append(s.lines, fmt.Sprintf("  evidence: %s in %s, signed with the %s key %s; the images the benchmark pods ran must be digests (imageID)%s",
+			evidence.BundleFile, v.opts.Out, v.key.Algorithm(), v.key.Public().Hint(), mutableText(v.opts.AllowMutableTags)))
+	}
 }
 
 func floorText(v *validation) string {
@@ -388,4 +393,11 @@ var errRefused = errors.New("validation refused")
 
 func indent(s, prefix string) string {
 	return strings.ReplaceAll(s, "\n", "\n"+prefix)
+}
+
+func mutableText(allowed bool) string {
+	if allowed {
+		return ", or tag-only images are recorded as such (--allow-mutable-tags)"
+	}
+	return ", or no evidence is signed"
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/tcpxogen/tcpxogen/internal/atomicfile"
+	"github.com/tcpxogen/tcpxogen/internal/evidence"
 	"github.com/tcpxogen/tcpxogen/validators/performance/busbw"
 	"github.com/tcpxogen/tcpxogen/validators/performance/report"
 )
@@ -27,6 +28,8 @@ type outcome struct {
 	raw     []byte
 	ctrf    []byte
 	chart   []byte
+	// bundle is the signed evidence (--sign-key), written with the rest.
+	bundle []byte
 }
 
 // judge evaluates a launcher log the way `tcpxogen nccl-report` does, but
@@ -67,12 +70,15 @@ func (o *outcome) write(dir string) ([]string, error) {
 	if o.ctrf != nil && o.chart != nil {
 		set[filepath.Join(dir, report.File)] = o.ctrf
 		set[filepath.Join(dir, report.ChartFile)] = o.chart
+		if o.bundle != nil {
+			set[filepath.Join(dir, evidence.BundleFile)] = o.bundle
+		}
 	}
 	if _, err := set.Commit(0o644); err != nil {
 		return nil, fmt.Errorf("writing the results to %s: %w", dir, err)
 	}
 	paths := make([]string, 0, len(set))
-	for _, name := range []string{report.File, report.ChartFile, LogFile} {
+	for _, name := range []string{report.File, report.ChartFile, LogFile, evidence.BundleFile} {
 		if _, ok := set[filepath.Join(dir, name)]; ok {
 			paths = append(paths, filepath.Join(dir, name))
 		}

@@ -43,6 +43,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/internal/evidence"
 	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/benchmark"
@@ -75,6 +76,12 @@ type Options struct {
 	Nodes   int
 	Timeout time.Duration
 	DryRun  bool
+	// SignKey is the private key file the results are signed with
+	// (evidence.sigstore.json); empty signs nothing.
+	SignKey string
+	// AllowMutableTags signs a run even when an image ran by a mutable
+	// tag only, recording so in the predicate.
+	AllowMutableTags bool
 }
 
 // AddFlags binds o to fs with the defaults. The validator owns what its
@@ -91,6 +98,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Out, "out", ".", "directory for the report, the chart and the launcher log")
 	fs.StringVar(&o.Root, "root", "", "repository root holding bom/ (default: found upwards from the working directory)")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "print the plan and stop; only reads the cluster")
+	fs.StringVar(&o.SignKey, "sign-key", "", "`FILE`: an unencrypted ECDSA P-256 or Ed25519 private key (PEM, as openssl genpkey writes it), read before anything else (also with --dry-run); also write "+evidence.BundleFile+", a Sigstore bundle signing the report, chart and log with the images the benchmark ran (by digest) and the deployed runtime's digest, which `tcpxogen verify` checks with the public key alone")
+	fs.BoolVar(&o.AllowMutableTags, "allow-mutable-tags", false, "with --sign-key, sign even when a benchmark container ran an image known only by a mutable tag (no sha256 digest in its imageID); the evidence records it (mutableTagsAllowed, tagOnlyImages). Without it such a run writes its report but no bundle, and exits 1")
 }
 
 // InputError marks a rejection of the user's input (a flag, the recipe,
@@ -157,6 +166,16 @@ func prepare(o Options) (*validation, error) {
 	if o.Timeout <= 0 {
 		return nil, badInput("--timeout %s: give a positive duration, e.g. 45m", o.Timeout)
 	}
+	// The key is read first: an unusable key is bad input, reported
+	// before the cluster is contacted.
+	var key *evidence.PrivateKey
+	if o.SignKey != "" {
+		k, err := evidence.LoadPrivateKey("--sign-key", o.SignKey)
+		if err != nil {
+			return nil, &InputError{err}
+		}
+		key = k
+	}
 	if o.Nodes < 2 || o.Nodes > 1<<15 {
 		return nil, badInput("--nodes %d: the benchmark spans at least 2 GPU nodes (on one node NCCL never uses the GPU NICs)", o.Nodes)
 	}
@@ -202,7 +221,7 @@ func prepare(o Options) (*validation, error) {
 			return nil, badInput("--out: %w", err)
 		}
 	}
-	v := &validation{opts: o, rec: rec, in: in, rendered: rendered, floor: floor, runID: runID, params: params}
+	v := &validation{opts: o, rec: rec, in: in, rendered: rendered, floor: floor, runID: runID, params: params, key: key}
 	if o.TrainerManifests != "" {
 		if v.trainerObjs, err = loadTrainerManifests(o.TrainerManifests, in.BOM); err != nil {
 			return nil, badInput("%w", err)
@@ -258,6 +277,8 @@ type validation struct {
 	floor    busbw.Floor
 	runID    string
 	params   benchmark.Params
+	// key signs the results (--sign-key); nil signs nothing.
+	key *evidence.PrivateKey
 	// trainerObjs are the --trainer-manifests objects, in apply order.
 	trainerObjs []*unstructured.Unstructured
 	// left is the cleanup record: what the run created and has not yet
