@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -430,6 +431,92 @@ func TestValidatePasses(t *testing.T) {
 	for _, want := range []string{"deleted TrainJob", "deleted TrainingRuntime"} {
 		if !strings.Contains(errs, want) {
 			t.Errorf("validate's report lacks %q", want)
+		}
+	}
+}
+
+// TestValidateSignsEvidence is TestValidatePasses with --sign-key: the
+// bundle written next to the report verifies with the public key
+// (`tcpxogen verify`, sigstore-go's verifier) against the report, chart and
+// log, and its predicate carries the digests the (simulated) kubelet
+// reported in the pods' containerStatuses, and no pod name.
+func TestValidateSignsEvidence(t *testing.T) {
+	ctx := context.Background()
+	installShippedRuntime(t, ctx)
+	nets := exampleNetworks()
+	prepareCluster(t, ctx, nets)
+	ns := namespace(t, ctx, "validate-signs")
+	cp.Nodes.SetPlan(ns, healthyPlan(t))
+	keys := filepath.Join(repoRoot, "internal", "evidence", "testdata")
+	out := t.TempDir()
+	code, stdout, errs := runValidate(t, ctx, "--recipe", exampleRecipe(t, nets), "--namespace", ns, "--timeout", "90s",
+		"--out", out, "--sign-key", filepath.Join(keys, "ed25519.pem"))
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, errs)
+	if code != 0 {
+		t.Fatalf("validate --sign-key failed a healthy run (exit %d)", code)
+	}
+	bundlePath := filepath.Join(out, "evidence.sigstore.json")
+	args := []string{"verify", "--key", filepath.Join(keys, "ed25519.pub.pem"), bundlePath}
+	for _, f := range []string{"nccl-report.ctrf.json", "nccl-busbw.svg", "nccl-launcher.log"} {
+		args = append(args, "--report", filepath.Join(out, f))
+	}
+	if vout, err := exec.CommandContext(ctx, tcpxogenBinary(t), args...).CombinedOutput(); err != nil {
+		t.Fatalf("tcpxogen verify refused validate's bundle: %v\n%s", err, vout)
+	}
+
+	// The predicate, read from the (verified) DSSE payload.
+	raw, err := os.ReadFile(bundlePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b struct {
+		DSSE struct {
+			Payload []byte `json:"payload"`
+		} `json:"dsseEnvelope"`
+	}
+	var stmt struct {
+		Predicate struct {
+			Images []struct {
+				Container, Image, ImageID string
+				Init                      bool
+			} `json:"images"`
+			DeployedRuntimeDigest string `json:"deployedRuntimeDigest"`
+			RuntimeSource         string `json:"runtimeSource"`
+		} `json:"predicate"`
+	}
+	if err := json.Unmarshal(raw, &b); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b.DSSE.Payload, &stmt); err != nil {
+		t.Fatal(err)
+	}
+	p := stmt.Predicate
+	if !strings.HasPrefix(p.DeployedRuntimeDigest, "sha256:") || p.RuntimeSource != "shipped" {
+		t.Errorf("predicate: deployedRuntimeDigest %q, runtimeSource %q", p.DeployedRuntimeDigest, p.RuntimeSource)
+	}
+	benchSeen := false
+	for _, img := range p.Images {
+		if !strings.Contains(img.ImageID, "@sha256:") {
+			t.Errorf("image of container %s has no digest: %q", img.Container, img.ImageID)
+		}
+		benchSeen = benchSeen || img.ImageID == pinnedImage
+	}
+	if !benchSeen {
+		t.Errorf("the predicate's images %+v lack the benchmark image %s", p.Images, pinnedImage)
+	}
+	// The run's pods are named after its TrainJob (and gone by now); the
+	// nodes are the pool's.
+	payload := string(b.DSSE.Payload)
+	if strings.Contains(payload, names.Benchmark+"-") {
+		t.Errorf("the signed statement names one of the run's objects or pods (%s-...)", names.Benchmark)
+	}
+	var nodes corev1.NodeList
+	if err := cp.Client.List(ctx, &nodes); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Items {
+		if strings.Contains(payload, n.Name) {
+			t.Errorf("the signed statement names node %s", n.Name)
 		}
 	}
 }

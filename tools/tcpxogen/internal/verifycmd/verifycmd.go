@@ -26,7 +26,7 @@ const (
 
 // Commands returns the verify command.
 func Commands() cli.Commands {
-	return cli.Commands{"verify": {Summary: "verify a signed evidence bundle (nccl-report --sign-key) with the public key alone, offline", Run: run}}
+	return cli.Commands{"verify": {Summary: "verify a signed evidence bundle (nccl-report or validate --sign-key) with the public key alone, offline", Run: run}}
 }
 
 func run(_ context.Context, args []string, s cli.Streams) error {
@@ -34,7 +34,7 @@ func run(_ context.Context, args []string, s cli.Streams) error {
 	flagsUsage := fs.Usage
 	fs.Usage = func() {
 		flagsUsage()
-		fmt.Fprintf(s.Out, "\nBUNDLE is the %s that `nccl-report --sign-key` writes. The signature is checked with sigstore-go against --key and nothing else: no network, no transparency log. %s.\n\nExit status: 0 the signature verifies and every --report file matches the digest it signed; 1 it does not (the signature, the file that differs, or a predicate type other than %s); 2 bad usage, or a bundle, key or file that cannot be read as one (a private key given as --key).\n", evidence.BundleFile, capitalize(evidence.NoSigningTime), evidence.PredicateType)
+		fmt.Fprintf(s.Out, "\nBUNDLE is the %s that `nccl-report --sign-key` or `validate --sign-key` writes. The signature is checked with sigstore-go against --key and nothing else: no network, no transparency log. %s.\n\nExit status: 0 the signature verifies and every --report file matches the digest it signed; 1 it does not (the signature, the file that differs, or a predicate type other than %s); 2 bad usage, or a bundle, key or file that cannot be read as one (a private key given as --key).\n", evidence.BundleFile, capitalize(evidence.NoSigningTime), evidence.PredicateType)
 	}
 	keyPath := fs.String("key", "", "`FILE`: the signer's public key, PEM (openssl pkey -in KEY.pem -pubout) (required)")
 	reports := fs.StringArray("report", nil, "`FILE` to check against the bundle's subject of the same base name, e.g. "+"nccl-report.ctrf.json or the chart; repeatable")
