@@ -18,6 +18,7 @@ package pipeline
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -100,8 +101,8 @@ func Run(ctx context.Context, cfg Config, dest Destination) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		cfg.Releases = cmpOr(cfg.Releases, r)
-		cfg.Overrides = cmpOr(cfg.Overrides, o)
+		cfg.Releases = cmp.Or(cfg.Releases, r)
+		cfg.Overrides = cmp.Or(cfg.Overrides, o)
 	}
 	res, err := extract.Run(ctx, cfg.Extract)
 	if err != nil {
@@ -122,13 +123,6 @@ func Run(ctx context.Context, cfg Config, dest Destination) (*Result, error) {
 		return nil, &StageError{StageWrite, err}
 	}
 	return &Result{Files: files, Extract: res, Inputs: in, Paths: paths}, nil
-}
-
-func cmpOr[T any](a, b *T) *T {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 func reviewed(root string) (*bom.Releases, *bom.Overrides, error) {
@@ -224,7 +218,7 @@ func Relative(root string, paths []string) []string {
 // nothing. cacheDir is the blob cache ("" disables it); progress, when set,
 // receives the extraction's progress.
 func Regenerate(ctx context.Context, root, cacheDir string, progress io.Writer) (*Result, error) {
-	b, _, err := bom.LoadAll(filepath.Join(root, bom.RepoPath), filepath.Join(root, bom.ReleasesRepoPath))
+	b, rel, err := bom.LoadAll(filepath.Join(root, bom.RepoPath), filepath.Join(root, bom.ReleasesRepoPath))
 	if err != nil {
 		return nil, err
 	}
@@ -232,6 +226,6 @@ func Regenerate(ctx context.Context, root, cacheDir string, progress io.Writer) 
 	if err != nil {
 		return nil, err
 	}
-	cfg := Config{Extract: extract.Config{Root: root, BOM: b, Source: spec, DaemonSource: dspec, CacheDir: cacheDir, Limits: imagefs.DefaultLimits(), Progress: progress}}
+	cfg := Config{Extract: extract.Config{Root: root, BOM: b, Source: spec, DaemonSource: dspec, CacheDir: cacheDir, Limits: imagefs.DefaultLimits(), Progress: progress}, Releases: rel}
 	return Run(ctx, cfg, Tree{})
 }

@@ -516,3 +516,11 @@ type refuseAll struct{}
 func (refuseAll) RoundTrip(r *http.Request) (*http.Response, error) {
 	return nil, fmt.Errorf("no network in this test: %s", r.URL.Host)
 }
+
+// TestReproducibleFailsWithoutAPipeline: a bom-check given no way to
+// re-run the pipeline fails its reproducibility check instead of passing
+// what it never compared.
+func TestReproducibleFailsWithoutAPipeline(t *testing.T) {
+	rep := Run(context.Background(), realRoot(t), Options{})
+	assertFails(t, rep, "generated-output-reproducible", "cannot run", "no way to re-run the pipeline")
+}
