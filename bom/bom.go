@@ -52,6 +52,12 @@ type Images struct {
 	NRIInjector Image `yaml:"nriInjector"` // NRI device injector DaemonSet
 	Pause       Image `yaml:"pause"`       // main container of the installer DaemonSet
 	Worker      Image `yaml:"worker"`      // default torch worker image of the shipped runtime
+
+	// The gIB fabric (GPUDirect-RDMA on A3 Ultra and A4): its installer
+	// (nccl-plugin-gib) and the diagnostic image its NCCL tests run from
+	// (nccl-plugin-gib-diagnostic), both of one gIB release.
+	GIBInstaller  Image `yaml:"gibInstaller"`
+	GIBDiagnostic Image `yaml:"gibDiagnostic"`
 }
 
 // Trainer pins Kubeflow Trainer: the Go module whose API types and CRDs the
@@ -80,6 +86,9 @@ const (
 	RoleNRIInjector = "nriInjector"
 	RolePause       = "pause"
 	RoleWorker      = "worker"
+
+	RoleGIBInstaller  = "gibInstaller"
+	RoleGIBDiagnostic = "gibDiagnostic"
 )
 
 // Role is one image of the BOM with its role name.
@@ -99,10 +108,12 @@ var imageRoles = []struct {
 	{RoleNRIInjector, func(i *Images) *Image { return &i.NRIInjector }},
 	{RolePause, func(i *Images) *Image { return &i.Pause }},
 	{RoleWorker, func(i *Images) *Image { return &i.Worker }},
+	{RoleGIBInstaller, func(i *Images) *Image { return &i.GIBInstaller }},
+	{RoleGIBDiagnostic, func(i *Images) *Image { return &i.GIBDiagnostic }},
 }
 
 // ImageRoles lists the images in a fixed order (installer, daemon,
-// nriInjector, pause, worker). The slice is a copy.
+// nriInjector, pause, worker, gibInstaller, gibDiagnostic). The slice is a copy.
 func (b *BOM) ImageRoles() []Role {
 	roles := make([]Role, 0, len(imageRoles))
 	for _, r := range imageRoles {

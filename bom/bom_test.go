@@ -37,6 +37,12 @@ const testBOM = `images:
     reference: pytorch/pytorch:2.11.0-cuda12.8-cudnn9-runtime@sha256:eee11b3b3872a8c838e35ef48f08b2d5def2080902c7f666831310ca1a0ef2be
     version: 2.11.0-cuda12.8-cudnn9-runtime
     cudaMajor: 12
+  gibInstaller:
+    reference: us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.2@sha256:b71627dcf88862cd0e64434dfd0224441960db58f2022f94b5f56123659c207e
+    version: v1.1.2
+  gibDiagnostic:
+    reference: us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-diagnostic:v1.1.2@sha256:61c917022538e59d24f597038a8ad7087a026d60715256ae39e7f06ef20ebde0
+    version: v1.1.2
 trainer:
   module: github.com/kubeflow/trainer/v2
   version: v2.2.0
@@ -114,19 +120,19 @@ func TestParseRejects(t *testing.T) {
 		want  []string // every fragment must appear; the first carries file:line
 	}{
 		{name: "unknown top-level field", edits: edits{{"jobset:\n", "extra: 1\njobset:\n"}},
-			want: []string{"bom.yaml:22: extra is not a known field", "fields allowed in the top level: images, trainer, jobset"}},
+			want: []string{"bom.yaml:28: extra is not a known field", "fields allowed in the top level: images, trainer, jobset"}},
 		{name: "unknown nested field with suggestion", edits: edits{{"    version: v1.0.21\n", "    version: v1.0.21\n    refernce: x\n"}},
 			want: []string{`bom.yaml:8: images.daemon.refernce is not a known field: did you mean "reference"?`, "fields allowed in images.daemon: reference, version"}},
 		{name: "unknown field differing only in case", edits: edits{{"  nriInjector:", "  nriinjector:"}},
 			want: []string{`bom.yaml:8: images.nriinjector is not a known field: did you mean "nriInjector"?`}},
 		{name: "unknown field without close match", edits: edits{{"  module: sigs.k8s.io/jobset\n", "  module: sigs.k8s.io/jobset\n  helmChart: x\n"}},
-			want: []string{"bom.yaml:24: jobset.helmChart is not a known field: remove it, or correct its name (fields allowed in jobset: module, moduleVersion, controllerVersion)"}},
+			want: []string{"bom.yaml:30: jobset.helmChart is not a known field: remove it, or correct its name (fields allowed in jobset: module, moduleVersion, controllerVersion)"}},
 		{name: "Path is not a file field", edits: edits{{"jobset:\n", "path: x\njobset:\n"}},
-			want: []string{"bom.yaml:22: path is not a known field"}},
+			want: []string{"bom.yaml:28: path is not a known field"}},
 		{name: "duplicate nested key", edits: edits{{"    version: v1.0.21\n", "    version: v1.0.21\n    version: v1.0.21\n"}},
 			want: []string{"bom.yaml:8: images.daemon.version is defined twice (first at line 7): delete one of the two"}},
 		{name: "duplicate top-level key", edits: edits{{"jobset:\n", "trainer:\n  module: x\njobset:\n"}},
-			want: []string{"bom.yaml:22: trainer is defined twice (first at line 18)"}},
+			want: []string{"bom.yaml:28: trainer is defined twice (first at line 24)"}},
 		{name: "worker without CUDA major", edits: edits{{"    cudaMajor: 12\n", ""}},
 			want: []string{"images.worker.cudaMajor", "must equal the installer's"}},
 		{name: "CUDA major on another role", edits: edits{{"    version: v1.0.21\n", "    version: v1.0.21\n    cudaMajor: 12\n"}},
@@ -135,7 +141,7 @@ func TestParseRejects(t *testing.T) {
 		{name: "comments only", doc: "# nothing\n", want: []string{"bom.yaml: holds no data"}},
 		{name: "explicit empty document", doc: "---\n", want: []string{"bom.yaml:1: holds no data"}},
 		{name: "second document", edits: edits{{"  controllerVersion: v0.11.0\n", "  controllerVersion: v0.11.0\n---\nimages: {}\n"}},
-			want: []string{"bom.yaml:26: a second YAML document starts here: keep exactly one document per file"}},
+			want: []string{"bom.yaml:32: a second YAML document starts here: keep exactly one document per file"}},
 		{name: "document is a list", doc: "- images\n", want: []string{"bom.yaml:1: the document must be a mapping, not a list"}},
 		{name: "section has the wrong kind", edits: edits{{"    version: v1.0.21\n", "    version: [v1.0.21]\n"}},
 			want: []string{"bom.yaml:7: images.daemon.version must be a single value, not a list"}},
@@ -152,7 +158,7 @@ func TestParseRejects(t *testing.T) {
 		{name: "missing trainer section", edits: edits{{"trainer:\n  module: github.com/kubeflow/trainer/v2\n  version: v2.2.0\n  controllerImage: ghcr.io/kubeflow/trainer/trainer-controller-manager:v2.2.0\n", ""}},
 			want: []string{"bom.yaml:1: trainer is missing: add trainer: with module, version and controllerImage"}},
 		{name: "empty jobset field", edits: edits{{"  controllerVersion: v0.11.0\n", "  controllerVersion: \"\"\n"}},
-			want: []string{"bom.yaml:25: jobset.controllerVersion is empty"}},
+			want: []string{"bom.yaml:31: jobset.controllerVersion is empty"}},
 		{name: "reference without digest", edits: edits{{"@" + daemonDigest, ""}},
 			want: []string{`bom.yaml:6: images.daemon.reference "` + daemonRepo + `:v1.0.21" has no digest: pin it as repo:tag@sha256:<64 hex> (find the digest with: crane digest ` + daemonRepo + `:v1.0.21)`}},
 		{name: "digest too short", edits: edits{{daemonDigest, daemonDigest[:len(daemonDigest)-1]}},
@@ -186,19 +192,19 @@ func TestParseRejects(t *testing.T) {
 		{name: "version drops a leading zero", edits: edits{{":v1.0.21@", ":v1.0.09@"}, {"    version: v1.0.21\n", "    version: v1.0.9\n"}},
 			want: []string{`bom.yaml:7: images.daemon.version "v1.0.9" does not match the reference's tag "v1.0.09"`}},
 		{name: "controller tag disagrees with trainer version", edits: edits{{"trainer-controller-manager:v2.2.0", "trainer-controller-manager:v2.1.0"}},
-			want: []string{`bom.yaml:21: trainer.controllerImage tag "v2.1.0" does not match trainer.version "v2.2.0"`}},
+			want: []string{`bom.yaml:27: trainer.controllerImage tag "v2.1.0" does not match trainer.version "v2.2.0"`}},
 		{name: "controller image without tag", edits: edits{{"trainer-controller-manager:v2.2.0", "trainer-controller-manager"}},
-			want: []string{"bom.yaml:21: trainer.controllerImage", "has no tag"}},
+			want: []string{"bom.yaml:27: trainer.controllerImage", "has no tag"}},
 		{name: "controller image with bad digest", edits: edits{{"trainer-controller-manager:v2.2.0", "trainer-controller-manager:v2.2.0@sha256:abc"}},
-			want: []string{"bom.yaml:21: trainer.controllerImage", "digest has 3 hex characters, want 64"}},
+			want: []string{"bom.yaml:27: trainer.controllerImage", "digest has 3 hex characters, want 64"}},
 		{name: "module version without v", edits: edits{{"  moduleVersion: v0.11.1\n", "  moduleVersion: 0.11.1\n"}},
-			want: []string{`bom.yaml:24: jobset.moduleVersion "0.11.1" is not a Go module version: write it as vMAJOR.MINOR.PATCH`}},
+			want: []string{`bom.yaml:30: jobset.moduleVersion "0.11.1" is not a Go module version: write it as vMAJOR.MINOR.PATCH`}},
 		{name: "module path without major suffix", edits: edits{{"  module: github.com/kubeflow/trainer/v2\n", "  module: github.com/kubeflow/trainer\n"}},
-			want: []string{`bom.yaml:19: trainer.module "github.com/kubeflow/trainer" does not match major version v2 of trainer.version`, `use "github.com/kubeflow/trainer/v2"`}},
+			want: []string{`bom.yaml:25: trainer.module "github.com/kubeflow/trainer" does not match major version v2 of trainer.version`, `use "github.com/kubeflow/trainer/v2"`}},
 		{name: "module path with stale major suffix", edits: edits{{"  version: v2.2.0\n", "  version: v3.0.0\n"}, {"manager:v2.2.0", "manager:v3.0.0"}},
-			want: []string{`bom.yaml:19: trainer.module "github.com/kubeflow/trainer/v2" does not match major version v3`, `use "github.com/kubeflow/trainer/v3"`}},
+			want: []string{`bom.yaml:25: trainer.module "github.com/kubeflow/trainer/v2" does not match major version v3`, `use "github.com/kubeflow/trainer/v3"`}},
 		{name: "not a module path", edits: edits{{"  module: sigs.k8s.io/jobset\n", "  module: jobset\n"}},
-			want: []string{`bom.yaml:23: jobset.module "jobset" is not a Go module path`}},
+			want: []string{`bom.yaml:29: jobset.module "jobset" is not a Go module path`}},
 		{name: "tab indentation", edits: edits{{"    version: v1.0.21\n", "\tversion: v1.0.21\n"}},
 			want: []string{"bom.yaml:7: is not valid YAML", "indent with spaces"}},
 		{name: "unquoted colon in value", edits: edits{{"    version: v1.0.21\n", "    version: v1: 0.21\n"}},
@@ -206,9 +212,9 @@ func TestParseRejects(t *testing.T) {
 		{name: "syntax error on the first line", doc: "images: a: b\n",
 			want: []string{"bom.yaml:1: is not valid YAML"}},
 		{name: "unclosed flow mapping", edits: edits{{"  controllerVersion: v0.11.0\n", "  controllerVersion: {v0.11.0\n"}},
-			want: []string{"bom.yaml:25: is not valid YAML"}},
+			want: []string{"bom.yaml:31: is not valid YAML"}},
 		{name: "syntax error in a second document", edits: edits{{"  controllerVersion: v0.11.0\n", "  controllerVersion: v0.11.0\n---\na: [\n"}},
-			want: []string{"bom.yaml:27: is not valid YAML"}},
+			want: []string{"bom.yaml:33: is not valid YAML"}},
 		{name: "unknown anchor", edits: edits{{"    version: v1.0.21\n", "    version: *v\n"}},
 			want: []string{"bom.yaml:7: is not valid YAML (unknown anchor 'v' referenced)", "define the anchor"}},
 	}
@@ -325,7 +331,7 @@ func TestImageRolesOrderAndContent(t *testing.T) {
 			t.Errorf("role %s: image not parsed: %+v", r.Name, r.Image)
 		}
 	}
-	if want := []string{RoleInstaller, RoleDaemon, RoleNRIInjector, RolePause, RoleWorker}; !slices.Equal(names, want) {
+	if want := []string{RoleInstaller, RoleDaemon, RoleNRIInjector, RolePause, RoleWorker, RoleGIBInstaller, RoleGIBDiagnostic}; !slices.Equal(names, want) {
 		t.Errorf("roles = %v, want %v", names, want)
 	}
 	if roles[1].Image != b.Images.Daemon || roles[3].Image != b.Images.Pause {

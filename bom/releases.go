@@ -26,6 +26,11 @@ type Releases struct {
 	// or rejects, each with the release it applies from and its source.
 	RetiredDaemonFlags []RetiredDaemonFlag `yaml:"retiredDaemonFlags"`
 
+	// GIBReleases are Google's NCCL/gIB releases (x86 64-bit) and
+	// GIBMachineTypes the GKE floor of each gIB machine type (bom/gib.go).
+	GIBReleases     []GIBRelease     `yaml:"gibReleases"`
+	GIBMachineTypes []GIBMachineType `yaml:"gibMachineTypes"`
+
 	// Path is the file the data was loaded from (the name given to ParseReleases).
 	Path string `yaml:"-"`
 
@@ -235,6 +240,7 @@ func CheckPublished(b *BOM, r *Releases) error {
 		c.add(path("images").key(RoleDaemon).key("version"),
 			fmt.Sprintf("%s is not the daemon published with installer %s (%s pairs it with %s)", quote(daemon), installer, where, pair.Daemon), fix, nil)
 	}
+	checkGIBPublished(c, b, r)
 	return c.err()
 }
 
@@ -344,6 +350,7 @@ func (r *Releases) validate(c *checker) {
 	}
 
 	r.validateRetiredDaemonFlags(c)
+	r.validateGIB(c)
 }
 
 // tag requires v to be a well-formed image tag.

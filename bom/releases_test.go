@@ -36,6 +36,15 @@ retiredDaemonFlags:
     fatal: true
     note: "rejected from daemon v1.0.21: the daemon exits"
     source: the round-3 facts
+` + gibSection
+
+// gibSection is a valid gIB part of releases.yaml.
+const gibSection = `gibReleases:
+  - {date: 2026-05-14, installer: v1.1.2, diagnostic: v1.1.2, source: release-notes}
+  - {date: 2026-03-09, installer: v1.1.1, diagnostic: v1.1.1, source: manifests}
+gibMachineTypes:
+  - {machineType: a3-ultragpu-8g, gke: 1.31.4-gke.1183000, source: docs}
+  - {machineType: a4-highgpu-8g, gke: 1.32.2-gke.1475000, source: docs}
 `
 
 func TestParseReleasesAcceptsFixture(t *testing.T) {
@@ -338,7 +347,7 @@ func TestNewerPairs(t *testing.T) {
   - {date: 2026-04-30, installer: v1.0.16, daemon: v1.0.22, source: release-notes}
   - {date: 2026-01-09, installer: v1.0.15, daemon: v1.0.21, source: release-notes}
 ncclConfigs: []
-`))
+`+gibSection))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,3 +35,13 @@ const (
 	// the installer image's entrypoint and installs the plugin.
 	InstallerContainer = "nccl-tcpxo-installer"
 )
+
+// The gIB fabric's names (GPUDirect-RDMA with NCCL/gIB, A3 Ultra and A4).
+const (
+	// RuntimeRDMA is the role name of the gIB runtime (NVIDIA AICR's name
+	// for it); one runtime per machine type carries it as a prefix.
+	RuntimeRDMA = "torch-distributed-rdma"
+	// InstallerDaemonSetRDMA is the gIB installer's DaemonSet, and its
+	// init container, as Google's nccl-rdma-installer.yaml names them.
+	InstallerDaemonSetRDMA = "nccl-rdma-installer"
+)
