@@ -11,7 +11,21 @@
 //     LD_LIBRARY_PATH, and Options.Env. Nothing comes from the host
 //     environment. The script runs as if sourced: a top-level return ends it.
 //   - No external command runs. A command that is neither a builtin nor a
-//     function of the script fails with status 127, as if not installed.
+//     function of the script fails with status 127, as if not installed,
+//     unless Options.Answers declares what it prints.
+//   - A declared answer is data about the machine type the profile is
+//     evaluated for, such as what nvidia-smi --query-gpu=name prints on an
+//     H200 node. A command whose argv equals an answer's exactly (command
+//     name and every argument, the name as the script spells it) prints the
+//     answer's stdout, reads nothing and exits 0; it is not a refusal and
+//     taints nothing. Any other argv, even one differing in a single word,
+//     is refused as above, and so is every other command of a pipeline: in
+//     nvidia-smi ... | head -n1, head is refused and taints what it prints.
+//     What an answer prints counts toward the output bound. command -v and
+//     type do not find answered commands (the sandbox does not know where
+//     they are installed). Each use is recorded in Result.Answered, once per
+//     script position and argv, so that a result names the probes it
+//     depends on.
 //   - There is no file system. Reading a file fails as if it did not exist,
 //     every directory is empty (globs match nothing), file tests are false,
 //     and command -v and type find only builtins and the script's functions.
@@ -23,13 +37,14 @@
 //   - The evaluation is bounded in time (Options.Timeout), in the size of the
 //     script's variables and in how much it prints.
 //
-// Every refused command and denied access is recorded in Result.Refused.
+// Every refused command and denied access is recorded in Result.Refused,
+// every answered command in Result.Answered.
 //
 // # Taint
 //
 // Discovery code in a profile probes the machine and keeps its defaults when
-// the probe finds nothing; in the sandbox every probe finds nothing, and the
-// defaults are the intended result. A value computed from a refused probe is
+// the probe finds nothing; in the sandbox every probe without a declared
+// answer finds nothing, and the defaults are the intended result. A value computed from a refused probe is
 // different: export X=$(curl ...) would export an empty X without complaint.
 // The evaluator therefore tracks which values derive from something it could
 // not provide:

@@ -41,6 +41,33 @@ type Options struct {
 	// NCCL_LIB_DIR (use LibDir) and may set LD_LIBRARY_PATH, which
 	// otherwise starts empty.
 	Env []Var
+	// Answers are what named commands print on the machine type the
+	// profile is evaluated for, such as nvidia-smi's GPU name. A command
+	// whose argv equals an answer's Args exactly prints its Stdout and
+	// exits 0, untainted; every other command is refused as without
+	// answers. Each argv may be answered once, and not for a shell
+	// builtin, which the sandbox runs itself.
+	Answers []Answer
+}
+
+// An Answer is what one command prints on a machine type: declared data
+// about the machine, not something the sandbox runs.
+type Answer struct {
+	// Args is the exact argv, the command name first, as the script
+	// expands it: "nvidia-smi" and "/usr/bin/nvidia-smi" are different.
+	Args []string
+	// Stdout is what the command prints; it counts toward the evaluation's
+	// output bound like everything else the script prints.
+	Stdout string
+}
+
+// A Probe is one use of a declared answer: the script ran a command that
+// Options.Answers answered.
+type Probe struct {
+	// Args is the answered argv.
+	Args []string
+	// Line is the script line, starting at 1; 0 if unknown.
+	Line int
 }
 
 // A Refusal is one operation the sandbox refused. Discovery code in a
@@ -71,6 +98,10 @@ type Result struct {
 	// Normalized names the list variables (names ending in PATH) whose
 	// value had empty elements removed, in the order of Vars.
 	Normalized []string
+	// Answered lists the declared answers the script used, once per
+	// script position and argv, ordered by position: the probes of the
+	// machine the result depends on.
+	Answered []Probe
 }
 
 // Errors of Evaluate. An error wraps one of them, except when ctx ends
@@ -150,6 +181,10 @@ func Evaluate(ctx context.Context, name string, script []byte, opts Options) (*R
 	if err != nil {
 		return nil, fmt.Errorf("profile %s: %w", name, err)
 	}
+	answers, err := indexAnswers(opts.Answers)
+	if err != nil {
+		return nil, fmt.Errorf("profile %s: %w", name, err)
+	}
 	if len(script) > maxScriptBytes {
 		return nil, fmt.Errorf("%w: profile %s is %d bytes, more than the %d a profile script can plausibly need", ErrLimit, name, len(script), maxScriptBytes)
 	}
@@ -167,7 +202,7 @@ func Evaluate(ctx context.Context, name string, script []byte, opts Options) (*R
 	defer abort(nil)
 	runCtx, cancel := context.WithTimeout(base, opts.Timeout)
 	defer cancel()
-	rec := newRecorder(prog, hookPrefix, initial, abort)
+	rec := newRecorder(prog, hookPrefix, initial, answers, abort)
 	runner, err := interp.New(
 		interp.Env(expand.ListEnviron(env...)),
 		interp.Dir("/"),
@@ -245,6 +280,36 @@ func (o Options) resolve() (Options, []string, map[string]string, error) {
 	return o, env, initial, nil
 }
 
+// answerKey is the key of an argv in the answer index; no argument holds a
+// NUL byte, so joining with one is unambiguous.
+func answerKey(args []string) string { return strings.Join(args, "\x00") }
+
+// indexAnswers checks the declared answers and indexes what they print by
+// argv.
+func indexAnswers(answers []Answer) (map[string]string, error) {
+	index := make(map[string]string, len(answers))
+	first := make(map[string]int, len(answers))
+	for i, a := range answers {
+		switch {
+		case len(a.Args) == 0 || a.Args[0] == "":
+			return nil, fmt.Errorf("%w: Answers[%d] names no command; Args is the argv, the command name first", ErrOptions, i)
+		case interp.IsBuiltin(a.Args[0]):
+			return nil, fmt.Errorf("%w: Answers[%d] answers %s, a shell builtin the sandbox runs itself; answer only external commands", ErrOptions, i, a.Args[0])
+		case slices.ContainsFunc(a.Args, func(s string) bool { return strings.ContainsRune(s, 0) }):
+			return nil, fmt.Errorf("%w: Answers[%d] (%s) has an argument with a NUL byte, which no argv can hold", ErrOptions, i, a.Args[0])
+		case len(a.Stdout) > maxOutputBytes:
+			return nil, fmt.Errorf("%w: Answers[%d] (%s) prints %d bytes, more than the %d an evaluation may print", ErrOptions, i, a.Args[0], len(a.Stdout), maxOutputBytes)
+		}
+		key := answerKey(a.Args)
+		if j, dup := first[key]; dup {
+			return nil, fmt.Errorf("%w: Answers[%d] and Answers[%d] answer the same command %q", ErrOptions, j, i, strings.Join(a.Args, " "))
+		}
+		first[key] = i
+		index[key] = a.Stdout
+	}
+	return index, nil
+}
+
 // failure reports a script that exited non-zero, with its own error output.
 func (r *recorder) failure(status int) error {
 	msg := fmt.Sprintf("%s exited with status %d", r.prog.name, status)
@@ -314,7 +379,7 @@ func (r *recorder) finish(vars map[string]expand.Variable) (*Result, error) {
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
-	res := &Result{Refused: r.sortedRefusals()}
+	res := &Result{Refused: r.sortedRefusals(), Answered: r.sortedProbes()}
 	for _, v := range out {
 		if strings.HasSuffix(v.Name, "PATH") {
 			if n := dropEmptyElements(v.Value); n != v.Value {

@@ -57,6 +57,9 @@ type recorder struct {
 	refusals    map[refusalKey]*Refusal
 	lastRefusal *cause
 
+	answers map[string]string // declared answers: what each argv prints, by answerKey
+	probes  map[probeKey][]string
+
 	abort    context.CancelCauseFunc
 	outBytes atomic.Int64
 	stdout   *rootWriter
@@ -68,7 +71,12 @@ type refusalKey struct {
 	line, col int
 }
 
-func newRecorder(prog *program, hookPrefix string, initial map[string]string, abort context.CancelCauseFunc) *recorder {
+type probeKey struct {
+	argv      string // answerKey of the argv
+	line, col int
+}
+
+func newRecorder(prog *program, hookPrefix string, initial map[string]string, answers map[string]string, abort context.CancelCauseFunc) *recorder {
 	r := &recorder{
 		prog:       prog,
 		hookPrefix: hookPrefix,
@@ -80,6 +88,8 @@ func newRecorder(prog *program, hookPrefix string, initial map[string]string, ab
 		order:      map[string]int{},
 		lastLine:   map[string]int{},
 		refusals:   map[refusalKey]*Refusal{},
+		answers:    answers,
+		probes:     map[probeKey][]string{},
 		abort:      abort,
 	}
 	// The interpreter fills these from the machine it runs on; a value
@@ -153,13 +163,7 @@ func (r *recorder) at(pos syntax.Pos, f *frame) string {
 // refuse records a refused operation in frame f (nil: outside any statement)
 // and taints f with it.
 func (r *recorder) refuse(f *frame, kind causeKind, command string, args []string, pos syntax.Pos, subject string) {
-	line, col := 0, 0
-	switch {
-	case pos.IsValid() && (f == nil || !f.eval):
-		line, col = int(pos.Line()), int(pos.Col())
-	case f != nil:
-		line, col = f.info.line, f.info.col
-	}
+	line, col := position(f, pos)
 	key := refusalKey{command: command, line: line, col: col}
 	if _, seen := r.refusals[key]; !seen {
 		r.refusals[key] = &Refusal{Command: command, Args: clipArgs(args), Line: line}
@@ -176,6 +180,19 @@ func (r *recorder) refuse(f *frame, kind causeKind, command string, args []strin
 	}
 	f.direct = earliest(f.direct, c)
 	r.markTainted(f, c)
+}
+
+// position is the script position of an operation at pos in frame f (nil:
+// outside any statement). Code run by eval has no positions of its own in
+// the script, so the eval statement's position stands for it.
+func position(f *frame, pos syntax.Pos) (line, col int) {
+	switch {
+	case pos.IsValid() && (f == nil || !f.eval):
+		return int(pos.Line()), int(pos.Col())
+	case f != nil:
+		return f.info.line, f.info.col
+	}
+	return 0, 0
 }
 
 func clipArgs(args []string) []string {
@@ -207,6 +224,25 @@ func (r *recorder) sortedRefusals() []Refusal {
 	out := make([]Refusal, len(keys))
 	for i, k := range keys {
 		out[i] = *r.refusals[k]
+	}
+	return out
+}
+
+// sortedProbes lists the answered commands by script position, then argv.
+func (r *recorder) sortedProbes() []Probe {
+	keys := slices.Collect(maps.Keys(r.probes))
+	slices.SortFunc(keys, func(a, b probeKey) int {
+		if a.line != b.line {
+			return a.line - b.line
+		}
+		if a.col != b.col {
+			return a.col - b.col
+		}
+		return strings.Compare(a.argv, b.argv)
+	})
+	var out []Probe
+	for _, k := range keys {
+		out = append(out, Probe{Args: r.probes[k], Line: k.line})
 	}
 	return out
 }
@@ -352,22 +388,41 @@ func (r *recorder) deny(ctx context.Context, op, path, subject string) error {
 	return &os.PathError{Op: op, Path: path, Err: fs.ErrNotExist}
 }
 
-// exec is the last handler of the chain: it never runs anything. A refused
-// command fails like a command that is not installed, which is what the
-// discovery code of a profile is written to survive.
+// exec is the last handler of the chain: it never runs anything. A command
+// with a declared answer prints it and succeeds. A refused command fails
+// like a command that is not installed, which is what the discovery code of
+// a profile is written to survive.
 func (r *recorder) exec(ctx context.Context, args []string) error {
 	hc := interp.HandlerCtx(ctx)
 	if args[0] == r.lookupCmd {
 		return r.lookup(hc, args[1], args[2:])
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	f, err := r.resolve(hc, "ran "+args[0])
 	if err != nil {
+		r.mu.Unlock()
 		return err
 	}
-	r.refuse(f, causeRefused, args[0], args[1:], hc.Pos, strconv.Quote(args[0]))
-	return interp.ExitStatus(127)
+	key := answerKey(args)
+	stdout, answered := r.answers[key]
+	if !answered {
+		defer r.mu.Unlock()
+		r.refuse(f, causeRefused, args[0], args[1:], hc.Pos, strconv.Quote(args[0]))
+		return interp.ExitStatus(127)
+	}
+	line, col := position(f, hc.Pos)
+	pk := probeKey{argv: key, line: line, col: col}
+	if _, seen := r.probes[pk]; !seen {
+		r.probes[pk] = slices.Clone(args)
+	}
+	r.mu.Unlock()
+	// Written without the lock: the reader of a pipe may need it to go on.
+	if _, err := io.WriteString(hc.Stdout, stdout); err != nil {
+		// The reader is gone (a real command would die of SIGPIPE), or the
+		// output bound stopped the evaluation, whose cause then reports it.
+		return interp.ExitStatus(141)
+	}
+	return nil
 }
 
 // lookup answers command -v, command -V and type without consulting the
