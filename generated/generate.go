@@ -53,3 +53,11 @@ const (
 //go:generate go run ../tools/compat --out ../validators/realize/testdata/compat-v2.2.0.json --crd-defaults ../validators/realize/crddefaults/v2.2.0.json
 //go:generate go run -modfile=../validators/realize/trainer-v2.3.0.mod ../tools/compat --out ../validators/realize/testdata/compat-v2.3.0.json --crd-defaults ../validators/realize/crddefaults/v2.3.0.json
 //go:generate go run ../tools/generate
+
+// The gIB fabric's emitted facts (emit.Literal): one package per fabric,
+// named after it, so each fabric's facts live in one place.
+const (
+	GIBFactsDir     = "generated/gib"
+	GIBFactsFile    = GIBFactsDir + "/" + FactsFileName
+	GIBFactsPackage = "gib"
+)

@@ -5,6 +5,7 @@ import (
 	"path"
 
 	"github.com/tcpxogen/tcpxogen/internal/emit"
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/pipeline/docgen"
 	"github.com/tcpxogen/tcpxogen/runtimes"
@@ -44,6 +45,9 @@ func Render(root string, in *runtimes.Inputs) (map[string][]byte, error) {
 	if files[benchmark.GoldenPath], err = benchmark.Golden(rt, in.Facts); err != nil {
 		return nil, err
 	}
+	if err := renderGIB(in, files); err != nil {
+		return nil, err
+	}
 	if files[emit.FixtureGolden], err = emit.Go("tcpxo", emit.FixtureFacts()); err != nil {
 		return nil, err
 	}
@@ -60,6 +64,31 @@ func Render(root string, in *runtimes.Inputs) (map[string][]byte, error) {
 	return files, nil
 }
 
+// renderGIB adds the gIB fabric's goldens: its runtime for each machine
+// type it serves, rendered with Google's network names, and its components.
+func renderGIB(in *runtimes.Inputs, files map[string][]byte) error {
+	for _, mt := range fabric.GIB.MachineTypes {
+		rt, err := runtimes.RDMARuntime(in, runtimes.RDMAOptions{Interfaces: runtimes.ExampleRDMAInterfaces(), MachineType: mt.Name})
+		if err != nil {
+			return err
+		}
+		header := append(runtimes.GIBGoldenHeader(in.GIB, fabric.GIB.RuntimeFor(mt.Name)+" ("+mt.Name+")"),
+			"EXAMPLE VALUES: the networks below are the names Google's docs use (rdma-0..rdma-7).",
+			"Render the runtime for your cluster with:",
+			"  tcpxogen render runtime --fabric gib --machine-type "+mt.Name+" --interfaces eth2=<network>,...,eth9=<network>")
+		if files[runtimes.GoldenRDMARuntime(mt.Name)], err = runtimes.Encode(runtimes.FormatYAML, header, rt); err != nil {
+			return err
+		}
+	}
+	var components []any
+	for _, ds := range runtimes.RDMAComponents(in) {
+		components = append(components, ds)
+	}
+	var err error
+	files[runtimes.GoldenRDMAComponents], err = runtimes.Encode(runtimes.FormatYAML, runtimes.GIBGoldenHeader(in.GIB, "Cluster-side gIB components"), components...)
+	return err
+}
+
 // Elsewhere are the generated artefacts another `go generate` directive
 // writes (see generated/generate.go), as path patterns (path.Match) with
 // the directive: they come from binaries this package cannot link (the
@@ -71,6 +100,7 @@ var Elsewhere = map[string]string{
 	"docs/commands.md":                           "tools/tcpxogen/generate.go: tcpxogen help --markdown",
 	"validators/linkedtrainer/crds/*/*.yaml":     "generated/generate.go: tools/copycrds",
 	"testdata/installer/*/layers/*/plugins/*.so": "generated/generate.go: tools/placeholders (each tree's needed.json)",
+	"testdata/gib-installer/*/layers/*/opt/gib/lib64/*.so*": "generated/generate.go: tools/placeholders (each tree's needed.json)",
 	"validators/realize/testdata/compat-*.json":  "generated/generate.go: tools/compat, once per trainer version",
 	"validators/realize/crddefaults/*.json":      "generated/generate.go: tools/compat --crd-defaults, once per trainer version",
 }

@@ -112,12 +112,21 @@ func Run(ctx context.Context, cfg Config, dest Destination) (*Result, error) {
 	if err != nil {
 		return nil, &StageError{StageEmit, err}
 	}
-	in := &runtimes.Inputs{Facts: *res.Facts, BOM: cfg.Extract.BOM, Releases: cfg.Releases, Overrides: cfg.Overrides}
+	gres, err := extract.RunGIB(ctx, cfg.Extract)
+	if err != nil {
+		return nil, &StageError{StageExtract, err}
+	}
+	gcode, err := emit.Literal(generated.GIBFactsPackage, gres.Facts)
+	if err != nil {
+		return nil, &StageError{StageEmit, err}
+	}
+	in := &runtimes.Inputs{Facts: *res.Facts, GIB: *gres.Facts, BOM: cfg.Extract.BOM, Releases: cfg.Releases, Overrides: cfg.Overrides}
 	files, err := Render(root, in)
 	if err != nil {
 		return nil, &StageError{StageRender, err}
 	}
 	files[generated.FactsFile] = code
+	files[generated.GIBFactsFile] = gcode
 	paths, err := dest.Put(root, files)
 	if err != nil {
 		return nil, &StageError{StageWrite, err}

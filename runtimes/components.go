@@ -81,10 +81,11 @@ func Components(in *Inputs) []*appsv1.DaemonSet {
 	return []*appsv1.DaemonSet{installer(in), injector(in)}
 }
 
-func nodeAffinity(req corev1.NodeSelectorRequirement) *corev1.Affinity {
+// nodeAffinity requires every one of reqs (one term, ANDed).
+func nodeAffinity(reqs ...corev1.NodeSelectorRequirement) *corev1.Affinity {
 	return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-			MatchExpressions: []corev1.NodeSelectorRequirement{req},
+			MatchExpressions: reqs,
 		}}},
 	}}
 }

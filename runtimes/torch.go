@@ -41,7 +41,10 @@ type Options struct {
 
 // Inputs are everything the builders read: the pins and the reviewed files.
 type Inputs struct {
+	// Facts are the TCPXO installer's facts; GIB the gIB installer's
+	// (zero where a caller builds only TCPXO's artefacts).
 	Facts     facts.Facts
+	GIB       facts.Facts
 	BOM       *bom.BOM
 	Releases  *bom.Releases
 	Overrides *bom.Overrides
@@ -141,10 +144,17 @@ func TorchRuntime(in *Inputs, opts Options) (*trainer.ClusterTrainingRuntime, er
 			Volumes:        Volumes(),
 		},
 	}
+	return torchRuntime(names.Runtime, pod), nil
+}
+
+// torchRuntime is a torch ClusterTrainingRuntime of two nodes whose one
+// replicated job, node, runs pod: the skeleton every fabric's runtime
+// shares, so only the pod (the wiring) differs between fabrics.
+func torchRuntime(name string, pod corev1.PodTemplateSpec) *trainer.ClusterTrainingRuntime {
 	return &trainer.ClusterTrainingRuntime{
 		TypeMeta: metav1.TypeMeta{APIVersion: trainer.GroupVersion.String(), Kind: trainer.ClusterTrainingRuntimeKind},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:   names.Runtime,
+			Name:   name,
 			Labels: map[string]string{FrameworkLabel: "torch"},
 		},
 		Spec: trainer.TrainingRuntimeSpec{
@@ -162,5 +172,5 @@ func TorchRuntime(in *Inputs, opts Options) (*trainer.ClusterTrainingRuntime, er
 				}},
 			}},
 		},
-	}, nil
+	}
 }

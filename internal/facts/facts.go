@@ -31,8 +31,18 @@ const (
 // Profiles are the profile names, in the order they are checked.
 var Profiles = []string{ProfileDefault, ProfileSimple}
 
-// Profile returns the variables the named profile exports, in order.
+// Profile returns the variables the named profile exports, in order: for
+// TCPXO the named installer profile, for a fabric whose env script
+// branches on the machine the profile of that machine type.
 func (f *Facts) Profile(name string) ([]EnvVar, bool) {
+	if len(f.MachineProfiles) > 0 {
+		for _, m := range f.MachineProfiles {
+			if m.MachineType == name {
+				return m.Env, true
+			}
+		}
+		return nil, false
+	}
 	switch name {
 	case ProfileDefault:
 		return f.DefaultProfile, true
@@ -42,9 +52,28 @@ func (f *Facts) Profile(name string) ([]EnvVar, bool) {
 	return nil, false
 }
 
+// ProfileNames lists the names Profile takes, in order.
+func (f *Facts) ProfileNames() []string {
+	if len(f.MachineProfiles) == 0 {
+		return Profiles
+	}
+	out := make([]string, len(f.MachineProfiles))
+	for i, m := range f.MachineProfiles {
+		out[i] = m.MachineType
+	}
+	return out
+}
+
 // GuestRules returns the guest config checker rules the named profile
-// points the checker at.
+// points the checker at (a machine profile's: the one checker config the
+// fabric's env names).
 func (f *Facts) GuestRules(name string) []guestconfig.Rule {
+	if len(f.MachineProfiles) > 0 {
+		if _, ok := f.Profile(name); ok {
+			return f.DefaultGuestRules
+		}
+		return nil
+	}
 	switch name {
 	case ProfileDefault:
 		return f.DefaultGuestRules
@@ -54,8 +83,19 @@ func (f *Facts) GuestRules(name string) []guestconfig.Rule {
 	return nil
 }
 
+// MachineProfile is what a fabric's env script exports on one machine
+// type, evaluated in the sandbox with that machine's declared answers.
+type MachineProfile struct {
+	MachineType string
+	Env         []EnvVar
+}
+
 // Facts is everything tcpxogen pins about one installer version.
 type Facts struct {
+	// Fabric names the fabric these facts are of (internal/fabric): tcpxo
+	// or gib. The fields a fabric has no use for stay empty.
+	Fabric string
+
 	// PluginVersion is the version of record: the pinned installer tag. The
 	// plugin's own version is compiled in as integers and is not readable
 	// from the image, so the tag is the only authoritative string.
@@ -110,6 +150,23 @@ type Facts struct {
 	DaemonEntrypoint      []string
 	DaemonEntryScript     string
 	DaemonEntryScriptMode int
+
+	// MachineProfiles are, for a fabric whose env script branches on the
+	// machine (gIB's set_nccl_env.sh), the env per machine type, in the
+	// fabric's machine type order. For gIB, DefaultGuestRules are the
+	// rules of the one checker config the env names, and
+	// Provenance.DefaultProfileSHA256 and DefaultGuestConfigSHA256 hash
+	// the script and that config.
+	MachineProfiles []MachineProfile
+	// PayloadDir is where the installer image carries the payload it
+	// installs on the host (gIB: lib64/, scripts/, configs/).
+	PayloadDir string
+	// ConfigFiles are the payload files the env names (checker and tuner
+	// configs), each verified present in the image, as a pod sees them.
+	ConfigFiles []string
+	// DiagnosticImage is the image a fabric's NCCL tests run from, when it
+	// is not the installer (gIB's nccl-plugin-gib-diagnostic), by digest.
+	DiagnosticImage string
 
 	// Refused lists external commands the profile sandbox refused, as
 	// "profile: command (line N)", so the skipped NIC discovery is visible.

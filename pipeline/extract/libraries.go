@@ -51,10 +51,16 @@ func isSharedObject(name string) bool {
 // /plugins listing holds. The files were seen in the layers the first scan
 // read, so this scan resolves them there and reads no layer below those.
 func pluginLibraries(ctx context.Context, cfg Config, img v1.Image, entries []string) ([]facts.Library, error) {
+	return libraries(ctx, cfg, img, PluginDir, entries)
+}
+
+// libraries reads the dynamic section of every shared object among the
+// entries of dir.
+func libraries(ctx context.Context, cfg Config, img v1.Image, dir string, entries []string) ([]facts.Library, error) {
 	var wants []imagefs.Want
 	for _, name := range entries {
 		if isSharedObject(name) {
-			wants = append(wants, imagefs.Want{Path: path.Join(PluginDir, name), Content: true})
+			wants = append(wants, imagefs.Want{Path: path.Join(dir, name), Content: true})
 		}
 	}
 	if len(wants) == 0 {
@@ -65,10 +71,10 @@ func pluginLibraries(ctx context.Context, cfg Config, img v1.Image, entries []st
 	res, err := imagefs.Scan(ctx, img, wants, imagefs.WithLimits(lim))
 	var limit *imagefs.LimitError
 	if errors.As(err, &limit) {
-		return nil, &LibraryError{Path: PluginDir, Problem: fmt.Sprintf("holds a shared object over the %d bytes a plugin library may have", lim.MaxFileBytes), Err: err}
+		return nil, &LibraryError{Path: dir, Problem: fmt.Sprintf("holds a shared object over the %d bytes a plugin library may have", lim.MaxFileBytes), Err: err}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read the plugin libraries under %s: %w", PluginDir, err)
+		return nil, fmt.Errorf("read the plugin libraries under %s: %w", dir, err)
 	}
 	libs := make([]facts.Library, 0, len(wants))
 	for _, w := range wants {

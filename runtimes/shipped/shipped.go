@@ -13,21 +13,30 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/generated/gib"
 	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
 	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 )
 
-// Facts are the facts compiled into this binary (generated/tcpxo).
+// Facts are the TCPXO facts compiled into this binary (generated/tcpxo).
 // bom-check instead builds from the facts it parses out of the committed
 // generated file, so it judges the tree it is pointed at rather than the
 // one it was compiled from.
 func Facts() facts.Facts { return tcpxo.Facts() }
 
+// GIBFacts are the gIB facts compiled into this binary (generated/gib).
+func GIBFacts() facts.Facts { return gib.Facts() }
+
 // LoadInputs reads the reviewed inputs under root, with the compiled-in
 // facts.
 func LoadInputs(root string) (*runtimes.Inputs, error) {
-	return runtimes.LoadInputs(root, Facts())
+	in, err := runtimes.LoadInputs(root, Facts())
+	if err != nil {
+		return nil, err
+	}
+	in.GIB = GIBFacts()
+	return in, nil
 }
 
 // Inputs loads the reviewed inputs of the checkout found upwards from the
@@ -45,7 +54,7 @@ func Inputs() (*runtimes.Inputs, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &runtimes.Inputs{Facts: Facts(), BOM: b, Releases: r, Overrides: o}, nil
+	return &runtimes.Inputs{Facts: Facts(), GIB: GIBFacts(), BOM: b, Releases: r, Overrides: o}, nil
 }
 
 // Runtime builds torch-distributed-tcpxo as the goldens carry it (example

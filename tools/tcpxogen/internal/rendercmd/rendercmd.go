@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -18,6 +19,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/internal/access"
 	"github.com/tcpxogen/tcpxogen/internal/excerpt"
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 	"github.com/tcpxogen/tcpxogen/internal/kubeconfig"
@@ -63,7 +65,12 @@ func run(ctx context.Context, args []string, s cli.Streams) error {
 }
 
 func renderRuntime(ctx context.Context, args []string, s cli.Streams) error {
-	fs := cli.NewFlags("render runtime", "render runtime (--interfaces eth1=NET,...,eth8=NET | --values FILE | --from-cluster [--kubeconfig F] [--context C]) [--node-selector k=v[,k=v]]... [--toleration key[=value]:Effect]... [--worker-image REF] [--profile default|simple] [-o yaml|json]\n\n--from-cluster reads the mapping as tcpxogen discover does, from the nodes the runtime selects. "+clusterflags.ReadOnlyHelp(access.Discover), s)
+	fs := cli.NewFlags("render runtime", "render runtime (--interfaces eth1=NET,...,eth8=NET | --values FILE | --from-cluster [--kubeconfig F] [--context C]) [--node-selector k=v[,k=v]]... [--toleration key[=value]:Effect]... [--worker-image REF] [--profile default|simple] [-o yaml|json]\n"+
+		"       render runtime --fabric gib --machine-type a3-ultragpu-8g|a4-highgpu-8g (--interfaces eth2=NET,...,eth9=NET[,eth1=NET] | --values FILE) [--node-selector k=v]... [--toleration key[=value]:Effect]... [--worker-image REF] [-o yaml|json]\n\n"+
+		"--from-cluster reads the mapping as tcpxogen discover does, from the nodes the runtime selects. "+clusterflags.ReadOnlyHelp(access.Discover)+"\n\n"+
+		"--fabric gib renders the GPUDirect-RDMA (NCCL/gIB) runtime of one machine type, "+fabric.GIB.RuntimeFor("<machine type>")+": gIB's env differs per machine type (its tuner config), so each machine type has its own runtime.", s)
+	fabricName := fabricFlag(fs)
+	machineType := fs.String("machine-type", "", "with --fabric gib (required): the machine type the runtime is for: "+strings.Join(fabric.GIB.MachineTypeNames(), " or "))
 	root := fs.String("root", "", "repository root whose bom/ to read (default: the checkout around the working directory, else the inputs built into tcpxogen)")
 	ifaces := fs.String("interfaces", "", "GPU-NIC to GKE Network mapping: eth1=<network>,...,eth8=<network> (required unless --values or --from-cluster)")
 	values := fs.String("values", "", "YAML file with tcpxoInterfaces: [{interfaceName, network}, ...]")
@@ -80,6 +87,22 @@ func renderRuntime(ctx context.Context, args []string, s cli.Streams) error {
 	}
 	if !*fromCluster && (*kubeconfigPath != "" || *kubeContext != "") {
 		return cli.BadInput("--kubeconfig and --context are for --from-cluster; render reads no cluster without it")
+	}
+	f, err := fabric.Lookup(*fabricName)
+	if err != nil {
+		return cli.BadInput("--fabric: %w", err)
+	}
+	if f.Name == fabric.GIB.Name {
+		if *fromCluster {
+			return cli.BadInput("--from-cluster does not read gIB pools yet: pass the RDMA networks with --interfaces eth2=NET,...,eth9=NET or --values FILE (kubectl get networks lists them)")
+		}
+		if fs.Changed("profile") {
+			return cli.BadInput("--profile is TCPXO's (the installer's default and simple profiles); the gIB env is the machine type's: drop --profile")
+		}
+		return renderRDMARuntime(s, *root, *machineType, *ifaces, *values, *selectors, *tolerations, *worker, *format)
+	}
+	if *machineType != "" {
+		return cli.BadInput("--machine-type is for --fabric gib; the TCPXO runtime serves a3-megagpu-8g only")
 	}
 	if *fromCluster && (*ifaces != "" || *values != "") {
 		return cli.BadInput("give the mapping once: --from-cluster discovers it, so drop --interfaces and --values")
@@ -159,18 +182,27 @@ func renderBenchmark(_ context.Context, args []string, s cli.Streams) error {
 }
 
 func renderComponents(_ context.Context, args []string, s cli.Streams) error {
-	fs := cli.NewFlags("render components", "render components [-o yaml|json]", s)
+	fs := cli.NewFlags("render components", "render components [--fabric tcpxo|gib] [-o yaml|json]\n\nTCPXO's components are the installer DaemonSet and the NRI device injector; gIB's the nccl-rdma-installer DaemonSet.", s)
+	fabricName := fabricFlag(fs)
 	root := fs.String("root", "", "repository root whose bom/ to read (default: the checkout around the working directory, else the inputs built into tcpxogen)")
 	format := fs.StringP("output", "o", "yaml", "output format: yaml or json")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
+	f, err := fabric.Lookup(*fabricName)
+	if err != nil {
+		return cli.BadInput("--fabric: %w", err)
+	}
 	in, err := inputs(*root)
 	if err != nil {
 		return err
 	}
+	components := runtimes.Components
+	if f.Name == fabric.GIB.Name {
+		components = runtimes.RDMAComponents
+	}
 	var objs []any
-	for _, ds := range runtimes.Components(in) {
+	for _, ds := range components(in) {
 		objs = append(objs, ds)
 	}
 	return write(s, runtimes.Format(*format), nil, objs...)
@@ -194,6 +226,52 @@ func renderGoldens(ctx context.Context, args []string, s cli.Streams) error {
 	files, changed := res.Files, res.Paths
 	fmt.Fprintf(s.Err, "render goldens: %d files, %d changed\n", len(files), len(changed))
 	return nil
+}
+
+// fabricFlag declares --fabric; commands Lookup its value after parsing,
+// so an unknown fabric is refused with the list of fabrics.
+func fabricFlag(fs *pflag.FlagSet) *string {
+	return fs.String("fabric", fabric.Default, "the fabric: "+strings.Join(fabric.Names(), " or ")+" (tcpxo: GPUDirect-TCPXO on A3 Mega; gib: GPUDirect-RDMA with NCCL/gIB on A3 Ultra and A4)")
+}
+
+// renderRDMARuntime renders the gIB runtime for one machine type.
+func renderRDMARuntime(s cli.Streams, root, machineType, ifaces, values string, selectors, tolerations []string, worker, format string) error {
+	if machineType == "" {
+		return cli.BadInput("--machine-type is required with --fabric gib: one of %s (gIB's env differs per machine type)", strings.Join(fabric.GIB.MachineTypeNames(), ", "))
+	}
+	opts := runtimes.RDMAOptions{MachineType: machineType, WorkerImage: worker}
+	var err error
+	switch {
+	case ifaces != "" && values != "":
+		return cli.BadInput("give the mapping once: --interfaces or --values, not both")
+	case values != "":
+		data, rerr := inputfile.Read(values, inputfile.Spec{What: "--values", Max: inputfile.MaxData})
+		if rerr != nil {
+			return cli.BadInput("%w", rerr)
+		}
+		if opts.Interfaces, err = interfaces.RDMA.ParseYAML(data); err != nil {
+			return cli.BadInput("%s: %w", values, err)
+		}
+	default:
+		if opts.Interfaces, err = interfaces.RDMA.Parse(ifaces); err != nil {
+			return cli.BadInput("--interfaces: %w", err)
+		}
+	}
+	if opts.NodeSelector, err = parseSelectors(selectors); err != nil {
+		return cli.BadInput("%w", err)
+	}
+	if opts.Tolerations, err = parseTolerations(tolerations); err != nil {
+		return cli.BadInput("%w", err)
+	}
+	in, err := inputs(root)
+	if err != nil {
+		return err
+	}
+	rt, err := runtimes.RDMARuntime(in, opts)
+	if err != nil {
+		return cli.BadInput("%w", err)
+	}
+	return write(s, runtimes.Format(format), nil, rt)
 }
 
 // inputs loads the reviewed inputs of --root, else of the enclosing

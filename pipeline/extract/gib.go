@@ -1,0 +1,305 @@
+package extract
+
+import (
+	"archive/tar"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
+	"github.com/tcpxogen/tcpxogen/internal/facts"
+	"github.com/tcpxogen/tcpxogen/internal/imagefs"
+	"github.com/tcpxogen/tcpxogen/internal/profile"
+)
+
+// The gIB installer's layout. No public Dockerfile or source tree of the
+// gIB installer exists, so this layout is tcpxogen's BELIEF, written down
+// in testdata/gib-installer/v1.1.2/README.md: what Google's manifests run
+// (/scripts/container_entry.sh install --install-nccl, then a copy of
+// /var/lib/gib to the host) and what Google's docs say the installed
+// payload holds (lib64/, scripts/set_nccl_env.sh, configs/). Where in the
+// image the payload sits before the entry script copies it is the belief
+// (/opt/gib). Only the published image can confirm it: an image laid out
+// otherwise is refused with where it has the script and configs, so the
+// first extraction from the real image corrects this table, never guesses.
+const (
+	GIBPayloadDir  = "/opt/gib"
+	GIBEnvScript   = GIBPayloadDir + "/scripts/set_nccl_env.sh"
+	GIBLibDir      = GIBPayloadDir + "/lib64"
+	GIBConfigDir   = GIBPayloadDir + "/configs"
+	GIBEntryScript = "/scripts/container_entry.sh"
+
+	// GIBMountPath is where a workload pod sees the installed payload:
+	// Google's manifests mount the host's /home/kubernetes/bin/gib there.
+	GIBMountPath = "/usr/local/gib"
+
+	// GIBTestdataDir and GIBDiagnosticTestdataDir hold the reconstructions.
+	GIBTestdataDir           = "testdata/gib-installer"
+	GIBDiagnosticTestdataDir = "testdata/gib-diagnostic"
+)
+
+// gpuNameProbe is the one machine probe the sandbox answers for gIB's env
+// script: the GPU's name, from which a script can tell A3 Ultra (H200) from
+// A4 (B200). Any other probe is refused, and an export that depends on it
+// fails the extraction naming the command.
+var gpuNameProbe = []string{"nvidia-smi", "--query-gpu=name", "--format=csv,noheader", "--id=0"}
+
+// machineAnswers is what a node of machine type m answers.
+func machineAnswers(m fabric.MachineType) []profile.Answer {
+	return []profile.Answer{{Args: gpuNameProbe, Stdout: m.GPUName + "\n"}}
+}
+
+// RunGIB extracts the gIB fabric's facts from cfg.BOM's gIB installer: the
+// env set_nccl_env.sh exports on each gIB machine type, the checker rules
+// the env points at, the files the env names, the NCCL version and the
+// payload libraries' DT_NEEDED, and the entrypoint the installer DaemonSet
+// runs. The source kind follows cfg.Source (testdata reads the bundled
+// reconstruction; anything else reads the registry), as the daemon's does.
+func RunGIB(ctx context.Context, cfg Config) (*Result, error) {
+	if cfg.LibDir == "" {
+		cfg.LibDir = DefaultLibDir
+	}
+	pin := cfg.BOM.Images.GIBInstaller
+	spec := DefaultDaemonSource(cfg.Source)
+	src, err := openImage(cfg, spec, pin.Reference, GIBTestdataDir, pin.Version)
+	if err != nil {
+		return nil, err
+	}
+	img, err := src.Image(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open gIB installer image: %w", err)
+	}
+	what := "gIB installer " + pin.Version
+	scan, err := imagefs.Scan(ctx, img, []imagefs.Want{{Path: GIBEnvScript, Content: true}, {Path: GIBEntryScript}},
+		imagefs.WithLimits(cfg.Limits), imagefs.WithList(GIBLibDir), imagefs.WithList(GIBConfigDir))
+	var missing *imagefs.MissingError
+	if errors.As(err, &missing) {
+		return nil, layoutError(ctx, cfg, img, what, missing)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", what, err)
+	}
+	f := &facts.Facts{
+		Fabric:          fabric.GIB.Name,
+		PluginVersion:   pin.Version,
+		InstallerImage:  pin.Reference,
+		DiagnosticImage: cfg.BOM.Images.GIBDiagnostic.Reference,
+		LibDir:          cfg.LibDir,
+		PayloadDir:      GIBPayloadDir,
+	}
+	script := scan.Files[GIBEnvScript].Data
+	sum := sha256.Sum256(script)
+	f.Provenance.DefaultProfileSHA256 = hex.EncodeToString(sum[:])
+	for _, m := range fabric.GIB.MachineTypes {
+		env, err := evaluateOn(ctx, cfg, script, m, f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		f.MachineProfiles = append(f.MachineProfiles, facts.MachineProfile{MachineType: m.Name, Env: env})
+	}
+	f.Refused = slices.Compact(slices.Sorted(slices.Values(f.Refused)))
+	f.Normalized = slices.Compact(slices.Sorted(slices.Values(f.Normalized)))
+
+	if err := gibFiles(ctx, cfg, img, scan, f); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	libs := scan.Listings[GIBLibDir]
+	f.PluginFiles, f.PluginFilesComplete = slices.Clone(libs.Entries), libs.Complete
+	if f.NCCLVersion, err = ncclVersionIn(libs.Entries); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if f.PluginLibraries, err = libraries(ctx, cfg, img, GIBLibDir, libs.Entries); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("read %s image config: %w", what, err)
+	}
+	f.InstallerEntrypoint = slices.Clone(cf.Config.Entrypoint)
+	if len(f.InstallerEntrypoint) == 0 || f.InstallerEntrypoint[0] != GIBEntryScript {
+		return nil, fmt.Errorf("%s: the image's entrypoint is %q, not %s: Google's nccl-rdma-installer runs that script; a changed entrypoint needs a tcpxogen change", what, f.InstallerEntrypoint, GIBEntryScript)
+	}
+	f.Scripts = []string{GIBEntryScript}
+	p := src.Describe()
+	f.Provenance.Pinned, f.Provenance.Source = pin.Reference, spec.Raw
+	f.Provenance.Kind, f.Provenance.Read, f.Provenance.Digest, f.Provenance.Substituted = p.Kind, p.Read, p.Digest, p.Substituted
+	return &Result{Facts: f, Scan: scan.Stats}, nil
+}
+
+// evaluateOn runs the env script as machine type m would: in the sandbox,
+// with m's declared answers. What the script exports is the env; an export
+// that depends on anything the sandbox refused is an error.
+func evaluateOn(ctx context.Context, cfg Config, script []byte, m fabric.MachineType, f *facts.Facts) ([]facts.EnvVar, error) {
+	name := path.Base(GIBEnvScript)
+	res, err := profile.Evaluate(ctx, name, script, profile.Options{LibDir: cfg.LibDir, Answers: machineAnswers(m)})
+	if err != nil {
+		return nil, fmt.Errorf("evaluate %s as on %s: %w", GIBEnvScript, m.Name, err)
+	}
+	if len(res.Vars) == 0 {
+		return nil, fmt.Errorf("%s exported no variables on %s: refusing to pin an empty NCCL env", GIBEnvScript, m.Name)
+	}
+	env := make([]facts.EnvVar, len(res.Vars))
+	for i, v := range res.Vars {
+		env[i] = facts.EnvVar{Name: v.Name, Value: v.Value}
+	}
+	for _, r := range res.Refused {
+		f.Refused = append(f.Refused, fmt.Sprintf("%s: %s (line %d)", name, r.Command, r.Line))
+	}
+	f.Normalized = append(f.Normalized, res.Normalized...)
+	return env, nil
+}
+
+// gibFiles checks that every payload file the env names (as a pod sees it,
+// under GIBMountPath) is in the image, and reads the checker rules the env
+// points at: one checker file for every machine type, which each machine's
+// env must keep.
+func gibFiles(ctx context.Context, cfg Config, img v1.Image, scan *imagefs.Result, f *facts.Facts) error {
+	named := map[string]bool{}
+	checker := ""
+	for _, m := range f.MachineProfiles {
+		for _, v := range m.Env {
+			for _, elem := range strings.FieldsFunc(v.Value, func(r rune) bool { return r == ':' || r == ',' }) {
+				if rel, ok := strings.CutPrefix(elem, GIBMountPath+"/"); ok && path.Clean(rel) == rel {
+					named[rel] = true
+				}
+			}
+			if v.Name == guestConfigVar {
+				rel, ok := strings.CutPrefix(v.Value, GIBMountPath+"/")
+				switch {
+				case !ok:
+					return fmt.Errorf("%s on %s points the config checker at %s, outside the payload %s", GIBEnvScript, m.MachineType, v.Value, GIBMountPath)
+				case checker != "" && checker != rel:
+					return fmt.Errorf("%s points the config checker at %s on one machine type and %s on another: tcpxogen pins one checker config", GIBEnvScript, checker, rel)
+				}
+				checker = rel
+			}
+		}
+	}
+	if checker == "" {
+		return fmt.Errorf("%s sets no %s: the config checker would run with no rules tcpxogen can check TrainJobs against", GIBEnvScript, guestConfigVar)
+	}
+	wants := []imagefs.Want{}
+	for _, rel := range slices.Sorted(maps.Keys(named)) {
+		wants = append(wants, imagefs.Want{Path: path.Join(GIBPayloadDir, rel), Content: rel == checker})
+	}
+	res, err := imagefs.Scan(ctx, img, wants, imagefs.WithLimits(cfg.Limits))
+	var missing *imagefs.MissingError
+	if errors.As(err, &missing) {
+		var lacks []string
+		for _, p := range missing.Paths {
+			lacks = append(lacks, GIBMountPath+strings.TrimPrefix(p, GIBPayloadDir)+" (image "+p+")")
+		}
+		return fmt.Errorf("the env names %s, which the image lacks: NCCL would run without them", strings.Join(lacks, ", "))
+	}
+	if err != nil {
+		return fmt.Errorf("read the files the env names: %w", err)
+	}
+	for _, rel := range slices.Sorted(maps.Keys(named)) {
+		f.ConfigFiles = append(f.ConfigFiles, path.Join(GIBMountPath, rel))
+	}
+	checkerPath := path.Join(GIBPayloadDir, checker)
+	for i, m := range f.MachineProfiles {
+		rules, sum, err := guestRules(res, checkerPath, path.Base(GIBEnvScript)+" on "+m.MachineType, m.Env)
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			f.DefaultGuestRules, f.Provenance.DefaultGuestConfigSHA256 = rules, sum
+		}
+	}
+	return nil
+}
+
+// ncclVersionIn reads the NCCL version from the libnccl.so.X.Y.Z the
+// payload's lib64 holds; none or two versions is an error.
+func ncclVersionIn(entries []string) (string, error) {
+	var versions []string
+	for _, e := range entries {
+		if m := ncclSoname.FindStringSubmatch(e); m != nil {
+			versions = append(versions, m[1])
+		}
+	}
+	if len(versions) != 1 {
+		return "", fmt.Errorf("%s holds %d libnccl.so.X.Y.Z files (%s), want exactly one: cannot tell the NCCL version", GIBLibDir, len(versions), strings.Join(versions, ", "))
+	}
+	return versions[0], nil
+}
+
+// layoutNames are the files whose whereabouts a layout refusal reports.
+var layoutNames = regexp.MustCompile(`(^|/)(set_nccl_env\.sh|container_entry\.sh|[^/]*\.txtpb|libnccl[^/]*\.so[^/]*)$`)
+
+// layoutError refuses an image laid out otherwise than tcpxogen believes,
+// listing where the image has the env script, the entry script, the
+// configs and the NCCL libraries, so the layout can be corrected from the
+// image rather than guessed.
+func layoutError(ctx context.Context, cfg Config, img v1.Image, what string, missing *imagefs.MissingError) error {
+	found, err := locate(ctx, cfg, img, layoutNames)
+	where := "the image has none of set_nccl_env.sh, container_entry.sh, *.txtpb or libnccl*.so anywhere"
+	switch {
+	case err != nil:
+		where = "listing where the image has them failed: " + err.Error()
+	case len(found) > 0:
+		if len(found) > 20 {
+			found = append(found[:20], fmt.Sprintf("… %d more", len(found)-20))
+		}
+		where = "the image has " + strings.Join(found, ", ")
+	}
+	return fmt.Errorf("%s is not laid out as tcpxogen believes (payload at %s: scripts/set_nccl_env.sh, lib64/, configs/; entry %s; %s): %w; %s. "+
+		"The layout is a belief (no public source exists): check the real image and correct it in pipeline/extract/gib.go and %s",
+		what, GIBPayloadDir, GIBEntryScript, GIBTestdataDir+"/"+cfg.BOM.Images.GIBInstaller.Version+"/README.md", missing, where, GIBTestdataDir)
+}
+
+// locate walks every layer of img for regular files whose path matches re,
+// within the scan limits: a refusal's evidence, not a read of facts.
+func locate(ctx context.Context, cfg Config, img v1.Image, re *regexp.Regexp) ([]string, error) {
+	lim := cfg.Limits
+	if lim.MaxExpandedBytes == 0 {
+		lim.MaxExpandedBytes = imagefs.DefaultLimits().MaxExpandedBytes
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var total int64
+	for _, l := range layers {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		rc, err := l.Uncompressed()
+		if err != nil {
+			return nil, err
+		}
+		tr := tar.NewReader(rc)
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				rc.Close()
+				return nil, err
+			}
+			if total += h.Size; total > lim.MaxExpandedBytes {
+				rc.Close()
+				return nil, fmt.Errorf("the image expands past %d bytes", lim.MaxExpandedBytes)
+			}
+			name := "/" + strings.TrimPrefix(path.Clean("/"+h.Name), "/")
+			if (h.Typeflag == tar.TypeReg || h.Typeflag == tar.TypeSymlink) && re.MatchString(name) {
+				seen[name] = true
+			}
+		}
+		rc.Close()
+	}
+	return slices.Sorted(maps.Keys(seen)), nil
+}
