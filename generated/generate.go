@@ -48,7 +48,7 @@ const (
 )
 
 //go:generate go run ../tools/copycrds
-//go:generate go run ../tools/placeholders ../testdata/installer ../testdata/daemon
+//go:generate go run ../tools/placeholders ../testdata/installer ../testdata/daemon ../testdata/gib-installer ../testdata/gib-diagnostic
 //go:generate go run ../tools/generate
 //go:generate go run ../tools/compat --out ../validators/realize/testdata/compat-v2.2.0.json --crd-defaults ../validators/realize/crddefaults/v2.2.0.json
 //go:generate go run -modfile=../validators/realize/trainer-v2.3.0.mod ../tools/compat --out ../validators/realize/testdata/compat-v2.3.0.json --crd-defaults ../validators/realize/crddefaults/v2.3.0.json

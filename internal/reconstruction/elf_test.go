@@ -46,54 +46,68 @@ func TestSharedObjectReadsBack(t *testing.T) {
 // lists), committed as `go generate ./...` writes them (Placeholders, through
 // tools/placeholders); and every shared object a tree holds is declared
 // there: no text placeholder is left for extraction to refuse. A library a
-// tree shares is declared by the tree that holds it.
+// tree shares is declared by the tree that holds it. The libraries are
+// those of the directory extraction reads them from: /plugins of TCPXO's
+// installer, the payload's lib64/ of gIB's. Every kind of bundled tree is
+// walked, so a tree that holds no library is held to declaring none.
 func TestPlaceholderLibraries(t *testing.T) {
-	trees, err := filepath.Glob(filepath.Join("..", "..", "testdata", "installer", "v*"))
-	if err != nil || len(trees) == 0 {
-		t.Fatalf("installer trees: %v (%v)", trees, err)
-	}
+	libDirs := map[string]string{"installer": "plugins", "gib-installer": "lib64"}
 	total := 0
-	for _, tree := range trees {
-		var own []string
-		err := filepath.WalkDir(filepath.Join(tree, LayersDir), func(p string, d fs.DirEntry, err error) error {
-			if err == nil && d.Type().IsRegular() && strings.Contains(d.Name(), ".so") && filepath.Base(filepath.Dir(p)) == "plugins" {
-				rel, _ := filepath.Rel(tree, p)
-				own = append(own, filepath.ToSlash(rel))
-			}
-			if os.IsNotExist(err) {
-				return nil
-			}
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n, ok, err := LoadNeeded(tree); err != nil {
-			t.Fatal(err)
-		} else if ok && !strings.Contains(n.About, "belief") {
-			t.Errorf("%s/%s must say the lists are our belief", tree, NeededFile)
-		}
-		libs, err := Placeholders(tree)
-		if err != nil {
-			t.Fatal(err)
-		}
-		declared := slices.Sorted(maps.Keys(libs))
-		slices.Sort(own)
-		if !slices.Equal(declared, own) {
-			t.Errorf("%s: %s declares %v, the tree's layers hold %v", tree, NeededFile, declared, own)
-		}
-		for _, rel := range declared {
-			total++
-			p := filepath.Join(tree, filepath.FromSlash(rel))
-			got, err := os.ReadFile(p)
-			if err != nil || !bytes.Equal(got, libs[rel]) {
-				t.Errorf("%s is not the shared object %s declares (%v): run go generate ./... (or go run ./tools/placeholders testdata/installer testdata/daemon)", p, NeededFile, err)
-			}
+	for _, k := range bundledKinds {
+		for _, tree := range bundledTrees(t, k.kind, k.minTrees) {
+			total += checkPlaceholderLibraries(t, tree, libDirs[k.kind])
 		}
 	}
 	if total == 0 {
 		t.Fatal("no tree declares a placeholder library; the check checked nothing")
 	}
+}
+
+// checkPlaceholderLibraries holds one tree's shared objects in libDir
+// directories (none when libDir is "") to its needed.json, and returns how
+// many it checked.
+func checkPlaceholderLibraries(t *testing.T, tree, libDir string) (total int) {
+	t.Helper()
+	var own []string
+	err := filepath.WalkDir(filepath.Join(tree, LayersDir), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() && strings.Contains(d.Name(), ".so") && filepath.Base(filepath.Dir(p)) == libDir {
+			rel, err := filepath.Rel(tree, p)
+			if err != nil {
+				return err
+			}
+			own = append(own, filepath.ToSlash(rel))
+		}
+		if os.IsNotExist(err) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, ok, err := LoadNeeded(tree); err != nil {
+		t.Fatal(err)
+	} else if ok && !strings.Contains(n.About, "belief") {
+		t.Errorf("%s/%s must say the lists are our belief", tree, NeededFile)
+	}
+	libs, err := Placeholders(tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared := slices.Sorted(maps.Keys(libs))
+	slices.Sort(own)
+	if !slices.Equal(declared, own) {
+		t.Errorf("%s: %s declares %v, the tree's layers hold %v", tree, NeededFile, declared, own)
+	}
+	for _, rel := range declared {
+		total++
+		p := filepath.Join(tree, filepath.FromSlash(rel))
+		got, err := os.ReadFile(p)
+		if err != nil || !bytes.Equal(got, libs[rel]) {
+			t.Errorf("%s is not the shared object %s declares (%v): run go generate ./... (generated/generate.go's placeholders directive)", p, NeededFile, err)
+		}
+	}
+	return total
 }
 
 // WritePlaceholders writes what Placeholders renders, only where the bytes

@@ -278,16 +278,34 @@ func layerDigest(t *testing.T, l v1.Layer) v1.Hash {
 	return d
 }
 
+// bundledKinds are the directories under testdata/ holding the bundled
+// reconstruction trees, one tree per release, each with the fewest trees
+// it holds (a glob finding fewer is broken): TCPXO's installer and daemon,
+// and gIB's installer and diagnostic image.
+var bundledKinds = []struct {
+	kind     string
+	minTrees int
+}{{"installer", 2}, {"daemon", 2}, {"gib-installer", 1}, {"gib-diagnostic", 1}}
+
+// bundledTrees lists the trees of one kind of bundledKinds.
+func bundledTrees(t *testing.T, kind string, minTrees int) []string {
+	t.Helper()
+	trees, err := filepath.Glob(filepath.Join("..", "..", "testdata", kind, "v*"))
+	if err != nil || len(trees) < minTrees {
+		t.Fatalf("%s trees: %v (%v), want at least %d", kind, trees, err, minTrees)
+	}
+	return trees
+}
+
 // The bundled trees: every release declares its order, and a layer two
 // releases share lives once (a copy would be the same blob twice in the
-// tree, and the two copies would drift apart unseen).
+// tree, and the two copies would drift apart unseen). Layers are compared
+// across every kind of tree, so a layer of one image copied into another's
+// tree is caught too.
 func TestBundledTreesShareRatherThanCopy(t *testing.T) {
 	seen := map[v1.Hash]string{}
-	for _, kind := range []string{"installer", "daemon"} {
-		trees, err := filepath.Glob(filepath.Join("..", "..", "testdata", kind, "v*"))
-		if err != nil || len(trees) < 2 {
-			t.Fatalf("%s trees: %v (%v)", kind, trees, err)
-		}
+	for _, k := range bundledKinds {
+		trees := bundledTrees(t, k.kind, k.minTrees)
 		for _, tree := range trees {
 			if _, err := LayerDirs(tree); err != nil {
 				t.Error(err)
@@ -508,11 +526,8 @@ func TestBundledTreesShareFilesRatherThanCopy(t *testing.T) {
 		sum  [sha256.Size]byte // of the bytes, or of a symlink's place and target
 		exec bool
 	}
-	for _, kind := range []string{"installer", "daemon"} {
-		trees, err := filepath.Glob(filepath.Join("..", "..", "testdata", kind, "v*"))
-		if err != nil || len(trees) < 2 {
-			t.Fatalf("%s trees: %v (%v)", kind, trees, err)
-		}
+	for _, k := range bundledKinds {
+		kind, trees := k.kind, bundledTrees(t, k.kind, k.minTrees)
 		seen := map[content]string{} // the first layer file with the content, repo-relative
 		files := 0
 		for _, tree := range trees {
