@@ -55,6 +55,9 @@ type Config struct {
 	// DaemonSource is where the tcpxo-daemon image is read; its kinds are
 	// those of Source, and a substitute or layout stands for the BOM's daemon.
 	DaemonSource SourceSpec
+	// GIBSource is where the gIB installer is read (RunGIB); its kinds are
+	// those of Source. Default: testdata when Source is, else the registry.
+	GIBSource SourceSpec
 	CacheDir     string // "" disables the local cache
 	LibDir       string // NCCL_LIB_DIR for profile evaluation; default DefaultLibDir
 	Limits       imagefs.Limits

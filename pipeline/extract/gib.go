@@ -19,6 +19,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/internal/imagefs"
+	"github.com/tcpxogen/tcpxogen/internal/imagesource"
 	"github.com/tcpxogen/tcpxogen/internal/profile"
 )
 
@@ -63,18 +64,25 @@ func machineAnswers(m fabric.MachineType) []profile.Answer {
 // env set_nccl_env.sh exports on each gIB machine type, the checker rules
 // the env points at, the files the env names, the NCCL version and the
 // payload libraries' DT_NEEDED, and the entrypoint the installer DaemonSet
-// runs. The source kind follows cfg.Source (testdata reads the bundled
-// reconstruction; anything else reads the registry), as the daemon's does.
+// runs, from cfg.GIBSource (by default testdata when cfg.Source is, else
+// the registry, as the daemon's).
 func RunGIB(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.LibDir == "" {
 		cfg.LibDir = DefaultLibDir
 	}
+	if cfg.GIBSource.Kind == "" {
+		cfg.GIBSource = DefaultDaemonSource(cfg.Source)
+	}
 	pin := cfg.BOM.Images.GIBInstaller
-	spec := DefaultDaemonSource(cfg.Source)
-	src, err := openImage(cfg, spec, pin.Reference, GIBTestdataDir, pin.Version)
+	src, err := openImage(cfg, cfg.GIBSource, pin.Reference, GIBTestdataDir, pin.Version)
 	if err != nil {
 		return nil, err
 	}
+	return runGIB(ctx, cfg, src)
+}
+
+func runGIB(ctx context.Context, cfg Config, src imagesource.Source) (*Result, error) {
+	pin := cfg.BOM.Images.GIBInstaller
 	img, err := src.Image(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("open gIB installer image: %w", err)
@@ -131,7 +139,7 @@ func RunGIB(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	f.Scripts = []string{GIBEntryScript}
 	p := src.Describe()
-	f.Provenance.Pinned, f.Provenance.Source = pin.Reference, spec.Raw
+	f.Provenance.Pinned, f.Provenance.Source = pin.Reference, cfg.GIBSource.Raw
 	f.Provenance.Kind, f.Provenance.Read, f.Provenance.Digest, f.Provenance.Substituted = p.Kind, p.Read, p.Digest, p.Substituted
 	return &Result{Facts: f, Scan: scan.Stats}, nil
 }
