@@ -8,10 +8,12 @@ import (
 	"github.com/tcpxogen/tcpxogen/internal/yamlstrict"
 )
 
-// ErrNoMapping is wrapped by the rejection of an empty mapping. A renderer
-// that finds Mapping.IsZero can return it (or match it with errors.Is) to tell
-// "nothing was configured" from "the configuration is wrong": the first is
-// fixed by passing a mapping, the second by correcting one.
+// ErrNoMapping is wrapped by the rejection of an empty mapping, of every
+// layout. A renderer that finds Mapping.IsZero can return it (or match it with
+// errors.Is) to tell "nothing was configured" from "the configuration is
+// wrong": the first is fixed by passing a mapping, the second by correcting
+// one. Its text is TCPXO's; Layout.NoMapping gives each layout's, which
+// errors.Is matches to ErrNoMapping.
 var ErrNoMapping = errors.New("no GPU NIC to GKE Network mapping: an A3 Mega TCPXO pod needs eth1..eth8 bound to this cluster's Device-type GKE Networks, and there is no default")
 
 // Error is one rejected part of a mapping, the located error every YAML

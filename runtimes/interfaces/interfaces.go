@@ -1,15 +1,19 @@
-// Package interfaces holds the GPU-NIC → GKE Network mapping of an A3 Mega
-// (a3-megagpu-8g) node, from which the TCPXO runtime renders the pod's
-// multi-network annotations.
+// Package interfaces holds the GPU-NIC → GKE Network mapping of a GPU node,
+// from which a runtime renders the pod's multi-network annotations. A Layout
+// describes one fabric's NIC wiring: TCPXO, the eight GPU NICs eth1..eth8 of
+// an A3 Mega (a3-megagpu-8g) node, and RDMA, the eight RDMA NICs eth2..eth9
+// of an A3 Ultra (a3-ultragpu-8g) or A4 (a4-highgpu-8g) node with the
+// optional gVNIC network on eth1. The package-level Parse, ParseYAML,
+// FromBindings and GPUInterfaces are TCPXO's.
 //
-// GKE multi-network attaches a pod's interfaces eth1..eth8 (one per GPU NIC)
-// to Device-type Network objects whose names are chosen per cluster, so the
-// runtime cannot ship them: every installation names its own. There is
-// deliberately no default. A guessed name renders a pod that schedules and
-// then runs NCCL over eth0 at a small fraction of the expected bandwidth, a
-// failure far harder to see than a rejected flag; so a missing mapping is an
-// error, and a Mapping can only be built by the validating constructors Parse,
-// ParseYAML and FromBindings.
+// GKE multi-network attaches a pod's GPU-NIC interfaces to Device-type
+// Network objects whose names are chosen per cluster, so the runtime cannot
+// ship them: every installation names its own. There is deliberately no
+// default. A guessed name renders a pod that schedules and then runs NCCL
+// over eth0 at a small fraction of the expected bandwidth, a failure far
+// harder to see than a rejected flag; so a missing mapping is an error, and a
+// Mapping can only be built by the validating constructors Parse, ParseYAML
+// and FromBindings (the package's, for TCPXO, or a Layout's).
 //
 // The mapping is a set of explicit interface=network pairs. Position never
 // assigns an interface: a list reordered by a YAML tool or a shell script must
@@ -44,31 +48,16 @@ const (
 )
 
 // gpuNICs are the pod interfaces of the eight GPU NICs of an a3-megagpu-8g
-// node, in the order NCCL_FASTRAK_IFNAME lists them. The index into this
-// table is the index into Mapping.networks.
+// node, in the order NCCL_FASTRAK_IFNAME lists them: TCPXO's NICs.
 var gpuNICs = [...]string{"eth1", "eth2", "eth3", "eth4", "eth5", "eth6", "eth7", "eth8"}
-
-const numGPUNICs = len(gpuNICs)
 
 // gpuNICRange is how messages name the set of GPU NICs.
 const gpuNICRange = "eth1..eth8"
 
 // GPUInterfaces returns the pod interfaces of the eight GPU NICs, eth1..eth8,
-// in order. It returns a new slice on every call, so callers may modify it.
-func GPUInterfaces() []string {
-	s := gpuNICs
-	return s[:]
-}
-
-// gpuIndex returns the position of a GPU NIC in gpuNICs.
-func gpuIndex(iface string) (int, bool) {
-	for i, n := range gpuNICs {
-		if n == iface {
-			return i, true
-		}
-	}
-	return 0, false
-}
+// in order: TCPXO.GPUInterfaces. It returns a new slice on every call, so
+// callers may modify it.
+func GPUInterfaces() []string { return TCPXO.GPUInterfaces() }
 
 // Binding attaches one pod interface to one GKE Network. The field names
 // match the elements of the networking.gke.io/interfaces annotation, so the
@@ -78,65 +67,79 @@ type Binding struct {
 	Network   string `yaml:"network" json:"network"`
 }
 
-// Mapping is a validated binding of each of eth1..eth8 to its own GKE
-// Network. The zero Mapping holds no bindings (see IsZero); every other value
-// was accepted by Parse, ParseYAML or FromBindings and is immutable. Mappings
-// are comparable with ==.
+// Mapping is a validated binding of a layout's NICs to GKE Networks, each
+// NIC to its own: all of the layout's GPU NICs and those of its optional
+// NICs the input named. The zero Mapping holds no bindings (see IsZero);
+// every other value was accepted by Parse, ParseYAML or FromBindings (the
+// package's or a Layout's), records its Layout and is immutable. Mappings
+// are comparable with ==; mappings of different layouts are never equal.
 type Mapping struct {
-	// networks[i] is the Network of gpuNICs[i]; all set or all empty.
-	networks [numGPUNICs]string
+	layout Layout
+	// networks[i] is the Network of the layout's nics[i]; "" for an optional
+	// NIC the mapping does not bind, and past the layout's NICs.
+	networks [maxNICs]string
 }
 
 // IsZero reports whether m holds no bindings: no mapping was given. Renderers
-// must refuse a zero Mapping (see ErrNoMapping) rather than emit a pod
-// without GPU NICs.
+// must refuse a zero Mapping (see ErrNoMapping and Layout.NoMapping) rather
+// than emit a pod without GPU NICs.
 func (m Mapping) IsZero() bool { return m == Mapping{} }
 
-// Bindings returns the bindings in eth1..eth8 order, as a new slice; nil for
-// the zero Mapping.
+// Layout returns the layout m was validated against; the zero Layout, which
+// is not a layout, for the zero Mapping.
+func (m Mapping) Layout() Layout { return m.layout }
+
+// Bindings returns the bound interfaces in NIC order (eth1..eth8 for TCPXO;
+// eth1 if bound, then eth2..eth9, for RDMA), as a new slice; nil for the
+// zero Mapping.
 func (m Mapping) Bindings() []Binding {
 	if m.IsZero() {
 		return nil
 	}
-	bs := make([]Binding, numGPUNICs)
-	for i, n := range m.networks {
-		bs[i] = Binding{Interface: gpuNICs[i], Network: n}
+	var bs []Binding
+	for i, n := range m.layout.spec().nics {
+		if net := m.networks[i]; net != "" {
+			bs = append(bs, Binding{Interface: n.iface, Network: net})
+		}
 	}
 	return bs
 }
 
-// Network returns the GKE Network bound to a GPU NIC (eth1..eth8). It reports
-// false for any other name, including DefaultInterface, which is not part of
-// the mapping, and for every name on the zero Mapping.
+// Network returns the GKE Network bound to one of the layout's NICs
+// (eth1..eth8 for TCPXO). It reports false for any other name, including
+// DefaultInterface, which is not part of the mapping, for an optional NIC
+// the mapping does not bind, and for every name on the zero Mapping.
 func (m Mapping) Network(iface string) (string, bool) {
-	i, ok := gpuIndex(iface)
-	if !ok || m.IsZero() {
+	if m.IsZero() {
+		return "", false
+	}
+	i, ok := m.layout.spec().index(iface)
+	if !ok || m.networks[i] == "" {
 		return "", false
 	}
 	return m.networks[i], true
 }
 
-// String returns the canonical form "eth1=a,eth2=b,...,eth8=h", which Parse
-// accepts and turns back into m; "" for the zero Mapping.
+// String returns the canonical form "eth1=a,eth2=b,...,eth8=h", the bindings
+// in NIC order, which the layout's Parse accepts and turns back into m; ""
+// for the zero Mapping.
 func (m Mapping) String() string {
-	if m.IsZero() {
-		return ""
-	}
 	var b strings.Builder
-	for i, n := range m.networks {
+	for i, bd := range m.Bindings() {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(gpuNICs[i])
+		b.WriteString(bd.Interface)
 		b.WriteByte('=')
-		b.WriteString(n)
+		b.WriteString(bd.Network)
 	}
 	return b.String()
 }
 
 // AnnotationJSON returns the value of the AnnotationInterfaces pod
 // annotation: a compact JSON list binding DefaultInterface to DefaultNetwork
-// first, then eth1..eth8 in order, e.g.
+// first, then the bindings in NIC order (eth1..eth8 for TCPXO; eth1 if bound,
+// then eth2..eth9, for RDMA), e.g.
 //
 //	[{"interfaceName":"eth0","network":"default"},{"interfaceName":"eth1","network":"net-1"},...]
 //

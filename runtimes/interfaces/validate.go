@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tcpxogen/tcpxogen/internal/excerpt"
+	"github.com/tcpxogen/tcpxogen/internal/yamlstrict"
 )
 
 // networkNamePattern is GKE's rule for a Network name used by a pod
@@ -16,10 +17,6 @@ import (
 // rules can cost a precise message but never admit a bad name.
 var networkNamePattern = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
 
-// findNetwork is the advice every network problem ends with: the names are
-// per cluster, so the user has to look theirs up.
-const findNetwork = "use the name of this cluster's Device-type GKE Network for that NIC's VPC, exactly as `kubectl get networks` prints it"
-
 // nameRule is one way a non-empty Network name can be invalid. Rules are
 // checked in order and the first broken one is reported: one precise reason
 // per name is easier to act on than a list of every rule it breaks.
@@ -27,10 +24,24 @@ type nameRule struct {
 	broken func(name string) bool
 	// problem completes `eth4 is mapped to "NAME", which ...`.
 	problem func(name string) string
-	fix     string
+	// advice is the rule's own fix; find adds the layout's findNetwork to it,
+	// the advice every network problem ends with unless it says more.
+	advice string
+	find   bool
 	// separator marks rules that a missing pair separator also breaks (two
 	// pairs read as one network), where the form's hint about separators helps.
 	separator bool
+}
+
+// fix is the rule's fix for a mapping of the layout.
+func (r *nameRule) fix(spec *layoutSpec) string {
+	switch {
+	case !r.find:
+		return r.advice
+	case r.advice == "":
+		return spec.findNetwork()
+	}
+	return r.advice + "; " + spec.findNetwork()
 }
 
 var networkNameRules = []nameRule{
@@ -40,18 +51,20 @@ var networkNameRules = []nameRule{
 			return fmt.Sprintf("is %d characters long, over GKE's limit of %d for a pod network (the name becomes part of a socket path)",
 				utf8.RuneCountInString(n), MaxNetworkNameLength)
 		},
-		fix: fmt.Sprintf("create the Device-type GKE Network (and its GKENetworkParamSet) under a name of at most %d characters and map the NIC to it; Kubernetes object names cannot be changed in place", MaxNetworkNameLength),
+		advice: fmt.Sprintf("create the Device-type GKE Network (and its GKENetworkParamSet) under a name of at most %d characters and map the NIC to it; Kubernetes object names cannot be changed in place", MaxNetworkNameLength),
 	},
 	{
 		broken:    func(n string) bool { return strings.IndexFunc(n, unicode.IsSpace) >= 0 },
 		problem:   func(string) string { return "contains whitespace" },
-		fix:       "network names have no spaces; " + findNetwork,
+		advice:    "network names have no spaces",
+		find:      true,
 		separator: true,
 	},
 	{
 		broken:  func(n string) bool { return strings.IndexFunc(n, unicode.IsUpper) >= 0 },
 		problem: func(string) string { return "has upper-case letters" },
-		fix:     "GKE Network names are lower-case; " + findNetwork,
+		advice:  "GKE Network names are lower-case",
+		find:    true,
 	},
 	{
 		broken: func(n string) bool { return !('a' <= n[0] && n[0] <= 'z') },
@@ -59,12 +72,12 @@ var networkNameRules = []nameRule{
 			r, _ := utf8.DecodeRuneInString(n)
 			return fmt.Sprintf("starts with %s; a GKE Network name starts with a letter a-z", excerpt.Rune(r))
 		},
-		fix: findNetwork,
+		find: true,
 	},
 	{
 		broken:  func(n string) bool { return strings.HasSuffix(n, "-") },
 		problem: func(string) string { return "ends with '-'; a GKE Network name ends with a letter or digit" },
-		fix:     findNetwork,
+		find:    true,
 	},
 	{
 		broken: func(n string) bool { return strings.IndexFunc(n, notNameRune) >= 0 },
@@ -72,7 +85,7 @@ var networkNameRules = []nameRule{
 			r, _ := utf8.DecodeRuneInString(n[strings.IndexFunc(n, notNameRune):])
 			return fmt.Sprintf("contains %s; a GKE Network name has only a-z, 0-9 and '-'", excerpt.Rune(r))
 		},
-		fix:       findNetwork,
+		find:      true,
 		separator: true,
 	},
 }
@@ -87,7 +100,7 @@ func networkNameProblem(name string) (rule *nameRule, problem string, ok bool) {
 	if name == "" {
 		// Callers report an empty network in their own words; this guard keeps
 		// the rules below free to index name[0].
-		return &nameRule{fix: findNetwork}, "is empty", false
+		return &nameRule{find: true}, "is empty", false
 	}
 	for i := range networkNameRules {
 		if r := &networkNameRules[i]; r.broken(name) {
@@ -97,7 +110,7 @@ func networkNameProblem(name string) (rule *nameRule, problem string, ok bool) {
 	if !networkNamePattern.MatchString(name) {
 		// Not reached while the rules cover the pattern (FuzzNetworkName checks
 		// that they do); kept so that a future gap fails closed.
-		return &nameRule{fix: findNetwork}, "does not match " + networkNamePattern.String(), false
+		return &nameRule{find: true}, "does not match " + networkNamePattern.String(), false
 	}
 	return nil, "", true
 }
@@ -112,19 +125,19 @@ type form struct {
 	// separatorHint is added to fixes of names that may be two bindings run
 	// together; empty where that cannot happen.
 	separatorHint string
+	// sep joins bindings into a whole mapping that can be copied back; empty
+	// where a fix does not write whole mappings.
+	sep string
 }
 
-var (
-	pairForm = form{
-		binding:       func(i, n string) string { return i + "=" + n },
-		where:         "the mapping",
-		separatorHint: "; if this is more than one pair, separate the pairs with ','",
-	}
-	listForm = form{
-		binding: func(i, n string) string { return "{interfaceName: " + i + ", network: " + n + "}" },
-		where:   yamlKey,
-	}
-)
+// pairForm is Parse's notation; a layout's listForm is that of its YAML list
+// and of FromBindings.
+var pairForm = form{
+	binding:       func(i, n string) string { return i + "=" + n },
+	where:         "the mapping",
+	separatorHint: "; if this is more than one pair, separate the pairs with ','",
+	sep:           ",",
+}
 
 // entry is one binding as read from the input, before validation.
 type entry struct {
@@ -145,17 +158,19 @@ type entry struct {
 	iface, network string
 }
 
-// validate checks entries against the rules of an A3 Mega mapping and builds
-// the Mapping if they hold. Problems come in a fixed order: each entry's own
-// problems in input order, then interfaces given more than once, interfaces
-// missing and networks shared, each in eth1..eth8 order.
-func validate(entries []entry, f form, listLine int) (Mapping, []*Error) {
+// validate checks entries against the rules of the layout's mapping and
+// builds the Mapping if they hold. Problems come in a fixed order: each
+// entry's own problems in input order, then interfaces given more than once
+// and required interfaces missing, each in NIC order, then networks shared,
+// the required NICs' in NIC order before the optional ones'.
+func validate(l Layout, entries []entry, f form, listLine int) (Mapping, []*Error) {
+	spec := l.spec()
 	var errs []*Error
 	add := func(line int, subject, problem, fix string) {
 		errs = append(errs, &Error{Line: line, Path: subject, Problem: problem, Fix: fix})
 	}
 
-	var uses [numGPUNICs][]int // indices into entries, per GPU NIC
+	var uses [maxNICs][]int // indices into entries, per NIC of the layout
 	goodNetwork := make([]bool, len(entries))
 	for i, e := range entries {
 		errs = append(errs, e.pre...)
@@ -163,21 +178,22 @@ func validate(entries []entry, f form, listLine int) (Mapping, []*Error) {
 			continue
 		}
 		subject := show(e.iface)
-		idx, isGPU := gpuIndex(e.iface)
+		idx, known := spec.index(e.iface)
 		switch {
 		case e.iface == "":
 			subject = e.where
 			add(e.line, subject, "has no interface name",
-				"write it as "+f.binding("eth<1-8>", networkOrPlaceholder(e.network))+", naming one of the GPU NICs "+gpuNICRange)
+				"write it as "+f.binding(spec.placeholder, networkOrPlaceholder(e.network))+", naming one of the "+spec.nicWord+"s "+spec.nicRange+spec.orOptional())
 		case e.iface == DefaultInterface:
-			add(e.line, subject, "is the pod's default interface, which GKE attaches to the cluster's default network; it is not part of the GPU NIC mapping",
-				"remove it and map only the GPU NICs "+gpuNICRange+"; the pod annotation binds eth0 to the "+DefaultNetwork+" network by itself")
-		case !isGPU:
-			fix := "use " + gpuNICRange
-			if _, ok := gpuIndex(strings.ToLower(e.iface)); ok {
+			add(e.line, subject, "is the pod's default interface, which GKE attaches to the cluster's default network; it is not part of the "+spec.nicWord+" mapping",
+				"remove it and map only the "+spec.nicWord+"s "+spec.nicRange+spec.alsoOptional(func(iface string) string { return iface })+
+					"; the pod annotation binds eth0 to the "+DefaultNetwork+" network by itself")
+		case !known:
+			fix := "use " + spec.nicRange + spec.orOptional()
+			if _, ok := spec.index(strings.ToLower(e.iface)); ok {
 				fix = "did you mean " + strings.ToLower(e.iface) + "? interface names are lower-case"
 			}
-			add(e.line, subject, "is not a GPU NIC of "+machineType, fix)
+			add(e.line, subject, "is not "+spec.aNIC+" of "+yamlstrict.List(spec.machineTypes, "or"), fix)
 		default:
 			uses[idx] = append(uses[idx], i)
 		}
@@ -186,11 +202,11 @@ func validate(entries []entry, f form, listLine int) (Mapping, []*Error) {
 		}
 		if e.network == "" {
 			add(e.netLine, subject, "has no network",
-				"write it as "+f.binding(ifaceOrPlaceholder(e.iface), "<network>")+"; "+findNetwork)
+				"write it as "+f.binding(ifaceOrPlaceholder(spec, e.iface), "<network>")+"; "+spec.findNetwork())
 			continue
 		}
 		if rule, problem, ok := networkNameProblem(e.network); !ok {
-			fix := rule.fix
+			fix := rule.fix(spec)
 			if rule.separator {
 				fix += f.separatorHint
 			}
@@ -200,7 +216,8 @@ func validate(entries []entry, f form, listLine int) (Mapping, []*Error) {
 		goodNetwork[i] = true
 	}
 
-	for idx, u := range uses {
+	nics := spec.nics
+	for idx, u := range uses[:len(nics)] {
 		if len(u) < 2 {
 			continue
 		}
@@ -208,49 +225,120 @@ func validate(entries []entry, f form, listLine int) (Mapping, []*Error) {
 		for _, i := range u {
 			at = append(at, entries[i].where)
 		}
-		add(entries[u[1]].line, gpuNICs[idx], "is mapped "+times(len(u))+" ("+andList(at)+")",
-			"keep exactly one "+f.binding(gpuNICs[idx], "<network>"))
+		add(entries[u[1]].line, nics[idx].iface, "is mapped "+times(len(u))+" ("+andList(at)+")",
+			"keep exactly one "+f.binding(nics[idx].iface, "<network>"))
 	}
 
 	var missing []int
-	for idx, u := range uses {
-		if len(u) == 0 {
+	for idx, u := range uses[:len(nics)] {
+		if len(u) == 0 && !nics[idx].optional() {
 			missing = append(missing, idx)
 		}
 	}
+	if len(missing) == 1 && megaNumbered(spec, uses[:len(nics)], missing[0]) {
+		problem, fix := megaNumbering(spec, f, entries, uses[:len(nics)])
+		add(listLine, nics[missing[0]].iface, problem, fix)
+		missing = nil
+	}
 	for _, idx := range missing {
-		fix := "add " + f.binding(gpuNICs[idx], "<network>") + " to " + f.where + "; " + findNetwork
+		fix := "add " + f.binding(nics[idx].iface, "<network>") + " to " + f.where + "; " + spec.findNetwork()
 		if len(missing) == 1 {
-			// Seven NICs is what a node shows when an additional gVNIC network
-			// on the GPU node pool has taken a PCI slot; say so, because then
-			// there is no eighth Network to name and the pool is what to fix.
-			fix += ". TCPXO needs all eight GPU NICs; a GPU node pool with an additional gVNIC network has only seven"
+			fix += spec.oneMissing
 		}
-		add(listLine, gpuNICs[idx], "is not mapped", fix)
+		add(listLine, nics[idx].iface, "is not mapped", fix)
 	}
 
-	owner := map[string]int{} // network → GPU NIC index of its first use
-	for idx, u := range uses {
+	// The required NICs claim their networks first, so that an optional NIC
+	// on an RDMA NIC's network is the one reported.
+	var order []int
+	for _, optional := range []bool{false, true} {
+		for idx, n := range nics {
+			if n.optional() == optional {
+				order = append(order, idx)
+			}
+		}
+	}
+	owner := map[string]int{} // network → NIC index of its first use
+	for _, idx := range order {
+		u := uses[idx]
 		if len(u) == 0 || !goodNetwork[u[0]] {
 			continue
 		}
 		e := entries[u[0]]
-		if first, taken := owner[e.network]; taken {
-			add(e.netLine, gpuNICs[idx], "is mapped to "+quoted(e.network)+", which "+gpuNICs[first]+" already uses",
-				"each GPU NIC is on its own VPC and needs its own Device-type GKE Network; map "+gpuNICs[idx]+" to the Network of its own VPC")
-			continue
+		first, taken := owner[e.network]
+		switch n := nics[idx]; {
+		case !taken:
+			owner[e.network] = idx
+		case n.optional():
+			add(e.netLine, n.iface, "is mapped to "+quoted(e.network)+", which "+nics[first].iface+" already uses; "+n.iface+" is for "+n.role+", a network of its own",
+				"map "+n.iface+" to "+n.role+" ("+n.example+" in Google's documentation), or leave "+n.iface+" out if this cluster has none")
+		default:
+			add(e.netLine, n.iface, "is mapped to "+quoted(e.network)+", which "+nics[first].iface+" already uses",
+				"each "+spec.nicWord+" is on its own "+spec.segment+" and needs its own Device-type GKE Network; map "+n.iface+" to the Network of its own "+spec.segment)
 		}
-		owner[e.network] = idx
 	}
 
 	if len(errs) > 0 {
 		return Mapping{}, errs
 	}
-	var m Mapping
-	for idx, u := range uses {
-		m.networks[idx] = entries[u[0]].network
+	m := Mapping{layout: l}
+	for idx, u := range uses[:len(nics)] {
+		if len(u) > 0 {
+			m.networks[idx] = entries[u[0]].network
+		}
 	}
 	return m, nil
+}
+
+// megaNumbered reports whether a mapping whose only unmapped required NIC is
+// missing is A3 Mega's numbering given to a layout whose required NICs are
+// A3 Mega's shifted by one: every one of A3 Mega's GPU NICs (eth1..eth8) is
+// mapped, and the NIC left out is the one A3 Mega does not have (eth9).
+func megaNumbered(spec *layoutSpec, uses [][]int, missing int) bool {
+	if !spec.megaNumbering {
+		return false
+	}
+	mega := layouts[TCPXO]
+	for _, iface := range mega.required() {
+		if idx, ok := spec.index(iface); !ok || len(uses[idx]) == 0 {
+			return false
+		}
+	}
+	_, megaHasIt := mega.index(spec.nics[missing].iface)
+	return !megaHasIt
+}
+
+// megaNumbering explains the mapping megaNumbered recognised. Either the
+// user wrote A3 Mega's interfaces, and every network belongs one interface
+// up, or the optional NICs are right and the last NIC was forgotten; the fix
+// covers both, and in the pair form writes the shifted mapping out.
+func megaNumbering(spec *layoutSpec, f form, entries []entry, uses [][]int) (problem, fix string) {
+	mega := layouts[TCPXO]
+	from, to := mega.required(), spec.required()
+	last := to[len(to)-1]
+	var optional, roles, are []string
+	for _, n := range spec.nics {
+		if n.optional() {
+			optional = append(optional, n.iface)
+			roles = append(roles, n.iface+" is optional, for "+n.role)
+			are = append(are, n.iface+" is "+n.role)
+		}
+	}
+	problem = "is not mapped, and " + andList(optional) + " is: the mapping names " + mega.nicRange + ", the " + mega.nicWord + "s of " + mega.hardware + " (" + mega.fabric + "); on " +
+		spec.hardware + " the " + spec.nicWord + "s are " + spec.nicRange + ", " + strings.Join(roles, ", ") + ", and " + DefaultInterface + " is the " + DefaultNetwork + " network"
+
+	fix = "if " + mega.nicRange + " carry the " + spec.count + " networks of the " + spec.nicWord + "s, move each up one interface (" + from[0] + "'s network to " + to[0] +
+		", and so on to " + from[len(from)-1] + "'s to " + last + ")"
+	if f.sep != "" {
+		var shifted []string
+		for i, iface := range from {
+			idx, _ := spec.index(iface) // megaNumbered found each of them mapped
+			shifted = append(shifted, f.binding(to[i], networkOrPlaceholder(entries[uses[idx][0]].network)))
+		}
+		fix += ": " + strings.Join(shifted, f.sep)
+	}
+	fix += "; if " + andList(are) + ", add " + f.binding(last, "<network>") + " for the " + spec.nicWord + " " + last
+	return problem, fix
 }
 
 // networkOrPlaceholder and ifaceOrPlaceholder repeat the user's value in a
@@ -262,9 +350,9 @@ func networkOrPlaceholder(network string) string {
 	return network
 }
 
-func ifaceOrPlaceholder(iface string) string {
-	if _, ok := gpuIndex(iface); ok {
+func ifaceOrPlaceholder(spec *layoutSpec, iface string) string {
+	if _, ok := spec.index(iface); ok {
 		return iface
 	}
-	return "eth<1-8>"
+	return spec.placeholder
 }

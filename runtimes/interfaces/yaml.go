@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 
@@ -13,15 +12,15 @@ import (
 	"github.com/tcpxogen/tcpxogen/internal/yamlstrict"
 )
 
-// yamlKey is the key of the binding list, in a standalone document and in a
-// recipe's configuration.gke section alike.
+// yamlKey is TCPXO's key of the binding list, in a standalone document and in
+// a recipe's configuration.gke section alike.
 const yamlKey = "tcpxoInterfaces"
 
 // maxYAMLSize bounds what ParseYAML reads. A real document is under 1 KiB;
 // the bound keeps a wrong path (a log, an image) from being parsed whole.
 const maxYAMLSize = 1 << 20
 
-// yamlDocument and yamlBinding are the document's shape, for the
+// yamlDocument and yamlBinding are TCPXO's document shape, for the
 // structural walk (yamlstrict.Walk); the entries are read from the nodes.
 type yamlDocument struct {
 	TcpxoInterfaces []yamlBinding `yaml:"tcpxoInterfaces"`
@@ -32,11 +31,11 @@ type yamlBinding struct {
 	Network       string `yaml:"network"`
 }
 
-// yamlShape is the expected document, for messages.
-var yamlShape = yamlKey + ": followed by eight entries, " +
-	listForm.binding("eth1", "<network>") + " through " + listForm.binding("eth8", "<network>")
+// ParseYAML reads a standalone TCPXO mapping document: TCPXO.ParseYAML.
+func ParseYAML(data []byte) (Mapping, error) { return TCPXO.ParseYAML(data) }
 
-// ParseYAML reads a standalone mapping document:
+// ParseYAML reads a standalone mapping document of the layout, its bindings
+// listed under the layout's YAML key. For TCPXO:
 //
 //	tcpxoInterfaces:
 //	  - {interfaceName: eth1, network: net-1}
@@ -44,36 +43,46 @@ var yamlShape = yamlKey + ": followed by eight entries, " +
 //	  ...
 //	  - {interfaceName: eth8, network: net-8}
 //
-// It is strict, because a file edited by hand should fail loudly rather than
-// be half-read: unknown fields, duplicate keys, values of the wrong type
+// and for RDMA, with the optional eth1 (here in Google's network names):
+//
+//	rdmaInterfaces:
+//	  - {interfaceName: eth1, network: gvnic-1}
+//	  - {interfaceName: eth2, network: rdma-0}
+//	  ...
+//	  - {interfaceName: eth9, network: rdma-7}
+//
+// The other layout's key is refused, naming this layout's. It is strict,
+// because a file edited by hand should fail loudly rather than be half-read:
+// unknown fields, duplicate keys, values of the wrong type
 // (write a network named like a number or true/false in quotes), a second
 // document and an empty list are all rejected. The binding rules are Parse's;
 // entries may be in any order. Every *Error carries the line it refers to
 // (0 only for problems with the input as a whole, such as an empty or
 // oversized document), and the errors are in line order. Callers add the file
 // name when wrapping the error.
-func ParseYAML(data []byte) (m Mapping, err error) {
+func (l Layout) ParseYAML(data []byte) (m Mapping, err error) {
+	spec := l.spec()
 	// Input must never crash the tool, even through a yaml.v3 bug.
 	defer yamlstrict.Recover(func(problem string) {
 		m, err = Mapping{}, &Error{Path: "the document", Problem: problem,
-			Fix: "check that this is the mapping document you meant to load; it should be " + yamlShape}
+			Fix: "check that this is the mapping document you meant to load; it should be " + spec.yamlShape()}
 	})
 	if len(data) > maxYAMLSize {
 		return Mapping{}, &Error{Path: "the document",
 			Problem: fmt.Sprintf("is %d bytes, over the %d-byte limit for a mapping document", len(data), maxYAMLSize),
-			Fix:     "check the path: the document should be " + yamlShape}
+			Fix:     "check the path: the document should be " + spec.yamlShape()}
 	}
 
 	doc, err := yamlstrict.ParseDocument(data)
 	var second *yamlstrict.SecondDocumentError
 	switch {
 	case errors.Is(err, yamlstrict.ErrNoDocument):
-		return Mapping{}, emptyDocument(0)
+		return Mapping{}, emptyDocument(spec, 0)
 	case errors.As(err, &second):
 		return Mapping{}, &Error{Line: second.Line, Path: "a second YAML document", Problem: "starts here",
 			Fix: "keep exactly one document: remove the '---' separator and what follows it"}
 	case err != nil:
-		return Mapping{}, syntaxError(data, err)
+		return Mapping{}, syntaxError(spec, data, err)
 	}
 	root, ok := yamlstrict.Root(doc)
 	if !ok {
@@ -83,41 +92,43 @@ func ParseYAML(data []byte) (m Mapping, err error) {
 		if root != nil {
 			line = root.Line
 		}
-		return Mapping{}, emptyDocument(line)
+		return Mapping{}, emptyDocument(spec, line)
 	}
 	root = deref(root)
 	if root.Kind != yaml.MappingNode {
-		fix := "write " + yamlShape
+		fix := "write " + spec.yamlShape()
 		if root.Kind == yaml.SequenceNode {
-			fix = "put the list under the key " + yamlKey + ":"
+			fix = "put the list under the key " + spec.yamlKey + ":"
 		}
 		return Mapping{}, &Error{Line: root.Line, Path: "the document",
-			Problem: "is " + kindWord(root) + ", not a mapping with the key " + yamlKey, Fix: fix}
+			Problem: "is " + kindWord(root) + ", not a mapping with the key " + spec.yamlKey, Fix: fix}
 	}
 
-	r := &yamlReader{}
+	r := &yamlReader{spec: spec}
 	r.keys(root)
 	fields := fields(root)
-	list, ok := fields[yamlKey]
+	list, ok := fields[spec.yamlKey]
 	if !ok {
-		r.errs = append(r.errs, &Error{Line: root.Line, Path: yamlKey,
-			Problem: "is missing; a GPU NIC to GKE Network mapping is required, and there is no default, because the Network names differ per cluster",
-			Fix:     "add " + yamlShape + ", naming this cluster's Device-type GKE Networks (`kubectl get networks` lists them)",
-			Err:     ErrNoMapping})
+		if !r.otherFabric {
+			r.errs = append(r.errs, &Error{Line: root.Line, Path: spec.yamlKey,
+				Problem: "is missing; " + spec.aNIC + " to GKE Network mapping is required, and there is no default, because the Network names differ per cluster",
+				Fix:     "add " + spec.yamlShape() + ", naming this cluster's Device-type GKE Networks (`kubectl get networks` lists them)",
+				Err:     spec.noMapping})
+		}
 		return Mapping{}, r.result()
 	}
 	seq := deref(list.value)
 	switch {
 	case seq.ShortTag() == "!!null" || seq.Kind == yaml.SequenceNode && len(seq.Content) == 0:
-		r.errs = append(r.errs, &Error{Line: list.key.Line, Path: yamlKey,
-			Problem: "is empty; a GPU NIC to GKE Network mapping is required, and there is no default",
-			Fix:     "list eight entries, " + listForm.binding("eth1", "<network>") + " through " + listForm.binding("eth8", "<network>") + ", naming this cluster's Device-type GKE Networks (`kubectl get networks` lists them)",
-			Err:     ErrNoMapping})
+		r.errs = append(r.errs, &Error{Line: list.key.Line, Path: spec.yamlKey,
+			Problem: "is empty; " + spec.aNIC + " to GKE Network mapping is required, and there is no default",
+			Fix:     "list " + spec.listEntries("entries") + ", naming this cluster's Device-type GKE Networks (`kubectl get networks` lists them)",
+			Err:     spec.noMapping})
 		return Mapping{}, r.result()
 	case seq.Kind != yaml.SequenceNode:
-		r.errs = append(r.errs, &Error{Line: seq.Line, Path: yamlKey,
+		r.errs = append(r.errs, &Error{Line: seq.Line, Path: spec.yamlKey,
 			Problem: "must be a list, not " + kindWord(seq),
-			Fix:     "write one entry per GPU NIC, each on its own line starting with '- ', e.g. - " + listForm.binding("eth1", "<network>")})
+			Fix:     "write one entry per " + spec.nicWord + ", each on its own line starting with '- ', e.g. - " + spec.listForm().binding(spec.required()[0], "<network>")})
 		return Mapping{}, r.result()
 	}
 
@@ -125,7 +136,7 @@ func ParseYAML(data []byte) (m Mapping, err error) {
 	for i, item := range seq.Content {
 		entries[i] = r.binding(i, item)
 	}
-	m, errs := validate(entries, listForm, list.key.Line)
+	m, errs := validate(l, entries, spec.listForm(), list.key.Line)
 	r.errs = append(r.errs, errs...)
 	if len(r.errs) > 0 {
 		return Mapping{}, r.result()
@@ -137,7 +148,11 @@ func ParseYAML(data []byte) (m Mapping, err error) {
 // that way every problem has a line, duplicate keys are caught (decoding into
 // a yaml.Node does not check them), and all problems are collected at once.
 type yamlReader struct {
+	spec *layoutSpec
 	errs []*Error
+	// otherFabric is set when the document carries another layout's key,
+	// which keys reported; this layout's key is then not reported missing.
+	otherFabric bool
 }
 
 func (r *yamlReader) add(line int, entry, problem, fix string) {
@@ -157,7 +172,7 @@ type field struct{ key, value *yaml.Node }
 // twice or is not a field; values of the wrong kind are binding's and
 // text's to word.
 func (r *yamlReader) keys(root *yaml.Node) {
-	for _, f := range yamlstrict.Walk(root, reflect.TypeFor[yamlDocument](), yamlstrict.WalkOptions{FollowAliases: true}) {
+	for _, f := range yamlstrict.Walk(root, r.spec.docType, yamlstrict.WalkOptions{FollowAliases: true}) {
 		where := yamlstrict.ParentPath(f.Path)
 		if f.Kind == yamlstrict.KeyNotAName {
 			where = f.Path
@@ -173,9 +188,26 @@ func (r *yamlReader) keys(root *yaml.Node) {
 			r.add(f.Line, show(f.Path), fmt.Sprintf("is defined twice (first at line %d)", f.First),
 				"delete one of the two; YAML tools disagree on which one wins, so the document must not rely on either")
 		case yamlstrict.UnknownKey:
+			if other, ok := otherLayout(f.Path); ok {
+				r.otherFabric = true
+				r.add(f.Line, f.Path, "is not read here: this is a "+other.fabric+" mapping; the "+r.spec.fabric+" fabric reads "+r.spec.yamlKey,
+					"for "+r.spec.hardware+", write "+r.spec.yamlShape()+"; for "+other.hardware+", give this file with "+other.fabricFlag)
+				continue
+			}
 			r.add(f.Line, show(f.Path), "is not a known field", yamlstrict.UnknownFieldFix(f.Node.Value, yamlstrict.Fields(f.Want), where, "and"))
 		}
 	}
+}
+
+// otherLayout returns the layout whose YAML key path is, if it is a top-level
+// key: a document of another fabric.
+func otherLayout(path string) (*layoutSpec, bool) {
+	for _, spec := range layouts {
+		if spec != nil && spec.yamlKey == path {
+			return spec, true
+		}
+	}
+	return nil, false
 }
 
 // fields returns a mapping's known keys with their values, the first of
@@ -194,17 +226,17 @@ func fields(n *yaml.Node) map[string]field {
 // binding reads one list entry; problems that make it unusable mark it
 // skipped so that validate does not report them a second time.
 func (r *yamlReader) binding(i int, n *yaml.Node) entry {
-	path := yamlstrict.IndexPath(yamlKey, i)
+	path := yamlstrict.IndexPath(r.spec.yamlKey, i)
 	n = deref(n)
 	e := entry{where: path, line: n.Line, netLine: n.Line}
 	if n.Kind != yaml.MappingNode {
-		r.add(n.Line, path, "must be a mapping, not "+kindWord(n), "write it as - "+suggestBinding(n))
+		r.add(n.Line, path, "must be a mapping, not "+kindWord(n), "write it as - "+suggestBinding(r.spec, n))
 		e.skip = true
 		return e
 	}
 	fs := fields(n)
 	if f, ok := fs["interfaceName"]; !ok {
-		r.add(n.Line, path, "has no interfaceName", "add interfaceName: eth<1-8>, the GPU NIC this entry binds")
+		r.add(n.Line, path, "has no interfaceName", "add interfaceName: "+r.spec.placeholder+", the "+r.spec.nicWord+" this entry binds"+r.spec.orOptional())
 		e.skip = true
 	} else if e.iface, ok = r.text(f, path+".interfaceName"); !ok {
 		e.skip = true
@@ -212,7 +244,7 @@ func (r *yamlReader) binding(i int, n *yaml.Node) entry {
 		e.line = f.key.Line
 	}
 	if f, ok := fs["network"]; !ok {
-		r.add(n.Line, path, "has no network", "add network: <network>; "+findNetwork)
+		r.add(n.Line, path, "has no network", "add network: <network>; "+r.spec.findNetwork())
 		e.noNetwork = true
 	} else if e.network, ok = r.text(f, path+".network"); !ok {
 		e.noNetwork = true
@@ -223,15 +255,15 @@ func (r *yamlReader) binding(i int, n *yaml.Node) entry {
 }
 
 // suggestBinding writes the mapping an entry most likely meant: a scalar
-// written in Parse's notation ("eth3=net-3") or naming only a GPU NIC keeps
-// what is valid of it, so the fix can be copied back.
-func suggestBinding(n *yaml.Node) string {
-	iface, network := "eth<1-8>", "<network>"
+// written in Parse's notation ("eth3=net-3") or naming only a NIC of the
+// layout keeps what is valid of it, so the fix can be copied back.
+func suggestBinding(spec *layoutSpec, n *yaml.Node) string {
+	iface, network := spec.placeholder, "<network>"
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" {
 		i, net, _ := strings.Cut(n.Value, "=")
-		iface, network = ifaceOrPlaceholder(strings.TrimSpace(i)), networkOrPlaceholder(strings.TrimSpace(net))
+		iface, network = ifaceOrPlaceholder(spec, strings.TrimSpace(i)), networkOrPlaceholder(strings.TrimSpace(net))
 	}
-	return listForm.binding(iface, network)
+	return spec.listForm().binding(iface, network)
 }
 
 // text reads a string value. Only plain or quoted strings are accepted: a
@@ -274,30 +306,30 @@ func deref(n *yaml.Node) *yaml.Node {
 // string" here.
 func kindWord(n *yaml.Node) string { return yamlstrict.KindWord(n, "a string", show) }
 
-func emptyDocument(line int) error {
+func emptyDocument(spec *layoutSpec, line int) error {
 	return &Error{Line: line, Path: "the document",
-		Problem: "holds no data; a GPU NIC to GKE Network mapping is required, and there is no default, because the Network names differ per cluster",
-		Fix:     "write " + yamlShape + ", naming this cluster's Device-type GKE Networks (`kubectl get networks` lists them)",
-		Err:     ErrNoMapping}
+		Problem: "holds no data; " + spec.aNIC + " to GKE Network mapping is required, and there is no default, because the Network names differ per cluster",
+		Fix:     "write " + spec.yamlShape() + ", naming this cluster's Device-type GKE Networks (`kubectl get networks` lists them)",
+		Err:     spec.noMapping}
 }
 
 // syntaxError rewords a yaml.v3 syntax error from ParseDocument, with the
 // line it is really on (yaml.v3's own number can be a line early).
-func syntaxError(data []byte, err error) error {
-	e := yamlstrict.SyntaxError(data, err, yamlstrict.ParseAll, yamlstrict.SyntaxHints, "fix the YAML syntax; the document should be "+yamlShape)
+func syntaxError(spec *layoutSpec, data []byte, err error) error {
+	e := yamlstrict.SyntaxError(data, err, yamlstrict.ParseAll, yamlstrict.SyntaxHints, "fix the YAML syntax; the document should be "+spec.yamlShape())
 	e.Path = "the document"
 	return e
 }
 
-// ValuesYAML is the document ParseYAML reads, for m: what `tcpxogen
-// discover -o values` writes for `render runtime --values`. "" for the
-// zero Mapping.
+// ValuesYAML is the document its layout's ParseYAML reads, for m, its
+// bindings under the layout's key: what `tcpxogen discover -o values` writes
+// for `render runtime --values`. "" for the zero Mapping.
 func (m Mapping) ValuesYAML() string {
 	if m.IsZero() {
 		return ""
 	}
 	var b strings.Builder
-	b.WriteString(yamlKey + ":\n")
+	b.WriteString(m.layout.spec().yamlKey + ":\n")
 	for _, bd := range m.Bindings() {
 		fmt.Fprintf(&b, "  - {interfaceName: %s, network: %q}\n", bd.Interface, bd.Network)
 	}
