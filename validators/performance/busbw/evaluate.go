@@ -77,6 +77,9 @@ type Check struct {
 
 // Verdict is the judgement of one run.
 type Verdict struct {
+	// Fabric is the name of the fabric the run was judged for (see
+	// LookupFabric); "" in a verdict built by hand means DefaultFabric.
+	Fabric    string
 	Measured  float64 // out-of-place busbw (GB/s) at the largest size
 	Size      int64   // that size in bytes; 0 when the table is empty
 	Rows      int     // sizes in the table; 0 when nothing was measured
@@ -96,10 +99,19 @@ type Verdict struct {
 // node measured NVLink, not the fabric, and cannot pass it. Which collective
 // the log is from is CheckCollective's question, asked before this one.
 func Evaluate(l *Log, f Floor, pluginVersion string) Verdict {
+	return EvaluateFabric(l, f, pluginVersion, fabrics[0])
+}
+
+// EvaluateFabric is Evaluate for a run of fabric fab (LookupFabric): the
+// network NCCL must have used, the plugin and guest config lines that apply,
+// and what the messages tell the reader to check are fab's; every other rule
+// is the same for every fabric. pluginVersion is ignored for a fabric whose
+// plugin logs no known version line.
+func EvaluateFabric(l *Log, f Floor, pluginVersion string, fab Fabric) Verdict {
 	if l == nil {
 		l = &Log{OutOfBounds: -1, Validation: -1}
 	}
-	v := Verdict{Floor: f, Threshold: f.Threshold()}
+	v := Verdict{Fabric: fab.Name, Floor: f, Threshold: f.Threshold()}
 	if n := len(l.Rows); n > 0 {
 		v.Measured, v.Size, v.Rows = l.Rows[n-1].OOP.BusBW, l.Rows[n-1].Size, n
 	}
@@ -107,10 +119,10 @@ func Evaluate(l *Log, f Floor, pluginVersion string) Verdict {
 		checkComplete(l),
 		checkCorrect(l),
 		checkNodes(l),
-		checkCUDA(l),
-		checkGuest(l),
-		checkNetwork(l),
-		checkPlugin(l, pluginVersion),
+		checkCUDA(l, fab),
+		checkGuest(l, fab),
+		checkNetwork(l, fab),
+		checkPlugin(l, pluginVersion, fab),
 		checkFloor(l, v),
 	}
 	for _, c := range v.Checks {
@@ -286,11 +298,11 @@ func checkNodes(l *Log) Check {
 }
 
 // checkCUDA fails a run whose plugin could not load the CUDA runtime it
-// needs: NCCL then runs without FasTrak. The soname says which major the
+// needs: NCCL then runs without the fabric's plugin. The soname says which major the
 // plugin wanted (facts, round 3, "CUDA coupling": "Error loading
 // libnccl-net_internal.so: libcudart.so.12 ... the soname names what the
 // plugin wanted").
-func checkCUDA(l *Log) Check {
+func checkCUDA(l *Log, fab Fabric) Check {
 	c := Check{Name: CheckCUDA}
 	if len(l.CUDAWanted) == 0 {
 		c.Status, c.Message = Passed, "No plugin library failed to load libcudart ('Error loading libnccl-net...: libcudart.so.N')."
@@ -301,78 +313,116 @@ func checkCUDA(l *Log) Check {
 		majors = append(majors, strings.TrimPrefix(so, "libcudart.so."))
 	}
 	c.Status = Failed
-	c.Message = fmt.Sprintf("Line %d: the installer's net plugin could not load %s, so NCCL ran without FasTrak: the worker image's CUDA major must be %s "+
+	c.Message = fmt.Sprintf("Line %d: the installer's net plugin could not load %s, so NCCL ran without %s: the worker image's CUDA major must be %s "+
 		"(the plugin finds libcudart in the workload image); use a CUDA %s worker image, or declare its major in bom/bom.yaml images.worker.cudaMajor and run make bom-check.",
-		l.CUDAWantedAt[0], strings.Join(l.CUDAWanted, " and "), strings.Join(majors, " or "), majors[0])
+		l.CUDAWantedAt[0], strings.Join(l.CUDAWanted, " and "), fab.Network, strings.Join(majors, " or "), majors[0])
 	return c
 }
 
 // checkGuest fails a run in which the installer's guest config checker
 // found an enforced value violated (facts, round 3, "Log strings": "NCCL
 // WARN NCCL/NET (shim) mismatch enforced"): the plugin aborts or hangs such
-// a workload, and any number it printed is not GPUDirect-TCPXO's.
-func checkGuest(l *Log) Check {
+// a workload, and any number it printed is not the fabric's. gIB's checker
+// is the same shim; that it words the line the same is our belief (see
+// fabrics).
+func checkGuest(l *Log, fab Fabric) Check {
 	c := Check{Name: CheckGuest}
 	if len(l.Enforced) == 0 {
 		c.Status, c.Message = Passed, "The guest config checker reported no violated enforced value ('NCCL/NET (shim) mismatch enforced')."
+		if fab.CheckerWording != "" {
+			c.Message = fmt.Sprintf("The guest config checker reported no violated enforced value (no 'NCCL/NET (shim) mismatch enforced' line: %s).", fab.CheckerWording)
+		}
 		return c
 	}
 	c.Status = Failed
-	c.Message = fmt.Sprintf("The installer's guest config checker found an enforced value violated (%s): the pods' NCCL env breaks the guest config; "+
-		"set the variable to the value the guest config enforces (the fabric rule set, docs/tcpxo-workloads.md \"What a workload may tune\"; "+
-		"tcpxogen check trainjob names it for a TrainJob).", strings.Join(l.Enforced, "; "))
+	variable := "the variable"
+	if fab.NameEnforced {
+		switch n := len(l.EnforcedVars); {
+		case n == 0:
+			variable = "the variable the line names (it names no NCCL_ variable tcpxogen recognises)"
+		case n == 1:
+			variable = l.EnforcedVars[0]
+			c.Message = fmt.Sprintf("%s aborted the run on enforced variable %s (%s)", fab.Checker, variable, strings.Join(l.Enforced, "; "))
+		default:
+			variable = strings.Join(l.EnforcedVars, ", ")
+			c.Message = fmt.Sprintf("%s aborted the run on enforced variables %s (%s)", fab.Checker, variable, strings.Join(l.Enforced, "; "))
+		}
+	}
+	if c.Message == "" {
+		c.Message = fmt.Sprintf("%s found an enforced value violated (%s)", fab.Checker, strings.Join(l.Enforced, "; "))
+	}
+	c.Message += fmt.Sprintf(": the pods' NCCL env breaks the guest config; set %s to the value the guest config enforces (%s).", variable, fab.GuestFix)
 	return c
 }
 
 // FasTrak is the network name the GPUDirect-TCPXO plugin registers with NCCL.
 const FasTrak = "FasTrak"
 
-func checkNetwork(l *Log) Check {
+// checkNetwork judges the network NCCL says it used ("NCCL INFO Using
+// network X", NCCL's src/init.cc): the fabric's own passes, anything else
+// (NCCL's built-in IB or Socket, another plugin) means the fabric's plugin
+// did not carry the traffic.
+func checkNetwork(l *Log, fab Fabric) Check {
 	c := Check{Name: CheckNetwork}
 	if l.Nodes == 1 {
 		c.Status = Skipped
 		c.Message = "With every rank on one node no network carried traffic, so the network check does not apply."
 		if len(l.Networks) > 0 {
-			c.Message = fmt.Sprintf("With every rank on one node the network NCCL chose (%s) carried no traffic: no TCP fallback, and no evidence about TCPXO either.", strings.Join(l.Networks, ", "))
+			c.Message = fmt.Sprintf("With every rank on one node the network NCCL chose (%s) carried no traffic: no %s fallback, and no evidence about %s either.", strings.Join(l.Networks, ", "), fab.Fallbacks, fab.Short)
 		}
 		return c
 	}
 	if len(l.Networks) == 0 {
+		if fab.RequireNetwork && len(l.Rows) == 0 {
+			c.Status = Skipped
+			c.Message = "The log names no network ('NCCL INFO Using network') and nothing was measured, so no traffic's network is left to check."
+			return c
+		}
+		if fab.RequireNetwork {
+			c.Status = Failed
+			c.Message = fmt.Sprintf("The log does not say which network NCCL used (no 'NCCL INFO Using network' line; NCCL logs it only at NCCL_DEBUG=INFO), so nothing proves %s carried the traffic rather than a fallback to %s; set NCCL_DEBUG=INFO and rerun the benchmark.", fab.Network, fab.Fallbacks)
+			return c
+		}
 		c.Status = Skipped
 		c.Message = "The log does not say which network NCCL used (it logs 'Using network' only at NCCL_DEBUG=INFO); set NCCL_DEBUG=INFO to record it."
 		return c
 	}
 	var other []string
-	fastrak := false
+	own := false
 	for _, n := range l.Networks {
-		if n == FasTrak {
-			fastrak = true
+		if n == fab.Network {
+			own = true
 		} else {
 			other = append(other, n)
 		}
 	}
 	if other == nil {
-		c.Status, c.Message = Passed, "NCCL used FasTrak (GPUDirect-TCPXO) for inter-node traffic."
+		c.Status, c.Message = Passed, fmt.Sprintf("NCCL used %s (%s) for inter-node traffic.", fab.Network, fab.Title)
 		return c
 	}
 	c.Status = Failed
 	some := ""
-	if fastrak {
-		some = " on some ranks (FasTrak on others)"
+	if own {
+		some = fmt.Sprintf(" on some ranks (%s on others)", fab.Network)
 	}
 	switch {
 	case len(other) == 1 && other[0] == "Socket" && l.Nodes == 0:
-		c.Message = fmt.Sprintf("NCCL used Socket%s: if the run spanned nodes (the log does not show how many took part), inter-node traffic went over TCP on eth0; the pod lacks the TCPXO wiring (run the benchmark with the torch-distributed-tcpxo runtime's wiring).", some)
+		c.Message = fmt.Sprintf("NCCL used Socket%s: if the run spanned nodes (the log does not show how many took part), inter-node traffic went over %s; %s.", some, fab.TCP, fab.Fix)
 	case len(other) == 1 && other[0] == "Socket":
-		c.Message = fmt.Sprintf("NCCL used Socket%s: inter-node traffic between the %d nodes went over TCP on eth0; the pod lacks the TCPXO wiring (run the benchmark with the torch-distributed-tcpxo runtime's wiring).", some, l.Nodes)
+		c.Message = fmt.Sprintf("NCCL used Socket%s: inter-node traffic between the %d nodes went over %s; %s.", some, l.Nodes, fab.TCP, fab.Fix)
 	default:
-		c.Message = fmt.Sprintf("NCCL used %s%s, not FasTrak: GPUDirect-TCPXO was not in use; the pod lacks the TCPXO wiring (run the benchmark with the torch-distributed-tcpxo runtime's wiring).", strings.Join(other, " and "), some)
+		c.Message = fmt.Sprintf("NCCL used %s%s, not %s: %s; %s.", strings.Join(other, " and "), some, fab.Network, fab.NotUsed, fab.Fix)
 	}
 	return c
 }
 
-func checkPlugin(l *Log, want string) Check {
+func checkPlugin(l *Log, want string, fab Fabric) Check {
 	c := Check{Name: CheckPlugin}
+	if !fab.PluginVersionLine {
+		c.Status = Skipped
+		c.Message = fmt.Sprintf("No log line in which the %s plugin states its version is known (none is published), so the plugin version is unchecked.", fab.Network)
+		return c
+	}
 	if len(l.PluginVersions) == 0 {
 		c.Status = Skipped
 		c.Message = "The log carries no 'Initializing network FasTrak, version:' line (NCCL logged below INFO, or the plugin never loaded), so the plugin version is unchecked."

@@ -69,7 +69,10 @@ type Log struct {
 	CUDAWantedAt []int
 	// Enforced are the guest config checker's "NCCL/NET (<plugin>) mismatch
 	// enforced" warnings, each as "line N: <quoted line>", the first few.
-	Enforced []string
+	// EnforcedVars are the variables they name (the first NCCL_ word after
+	// "mismatch enforced"), distinct, in order, the first few.
+	Enforced     []string
+	EnforcedVars []string
 
 	// Ranks and Nodes count the ranks and hosts that took part, 0 when the
 	// log does not say; Hosts names them; NodesFrom says what they were
@@ -134,6 +137,9 @@ var (
 	// The guest config checker's warning for a violated enforced value; the
 	// plugin is named "shim" from v1.0.16, "uninitialized_shim_v7" before.
 	enforcedMismatch = regexp.MustCompile(`NCCL WARN NCCL/NET \([^)]*\) mismatch enforced`)
+	// The variable a checker warning names: our reading of the line, which
+	// names it after "mismatch enforced" in the form the tests reconstruct.
+	ncclVariable = regexp.MustCompile(`\bNCCL_[A-Z0-9_]+\b`)
 	// "NCCL INFO NCCL version 2.18.5+cuda12.2" and the plain "NCCL version
 	// 2.12.7+cuda11.4" NCCL prints at NCCL_DEBUG=VERSION/WARN.
 	ncclVersion = regexp.MustCompile(`(?:^|\s)NCCL version (\d+\.\d+\.\d+[^\s,;]*)`)
@@ -145,6 +151,9 @@ var (
 // maxEnforcedShown bounds the checker warnings a report quotes: every rank
 // logs its own, and a few say what is wrong.
 const maxEnforcedShown = 3
+
+// maxEnforcedVars bounds the distinct variables named from those warnings.
+const maxEnforcedVars = 8
 
 // parser is Parse's state between lines.
 type parser struct {
@@ -383,10 +392,15 @@ func (p *parser) noise(text string) {
 		l.CUDAWanted = append(l.CUDAWanted, m[1])
 		l.CUDAWantedAt = append(l.CUDAWantedAt, p.line)
 	}
-	if loc := enforcedMismatch.FindStringIndex(text); loc != nil && len(l.Enforced) < maxEnforcedShown {
-		// From the warning on: the host and rank prefix would use up the
-		// quote's bound before the variable it names.
-		l.Enforced = append(l.Enforced, fmt.Sprintf("line %d: %s", p.line, excerpt(text[loc[0]:])))
+	if loc := enforcedMismatch.FindStringIndex(text); loc != nil {
+		if len(l.Enforced) < maxEnforcedShown {
+			// From the warning on: the host and rank prefix would use up the
+			// quote's bound before the variable it names.
+			l.Enforced = append(l.Enforced, fmt.Sprintf("line %d: %s", p.line, excerpt(text[loc[0]:])))
+		}
+		if v := ncclVariable.FindString(text[loc[1]:]); v != "" && len(l.EnforcedVars) < maxEnforcedVars {
+			l.EnforcedVars = appendDistinct(l.EnforcedVars, v)
+		}
 	}
 	if m := ncclVersion.FindStringSubmatch(text); m != nil && l.NCCLVersion == "" {
 		l.NCCLVersion = m[1]

@@ -43,6 +43,10 @@ func Chart(l *busbw.Log, v busbw.Verdict) ([]byte, error) {
 	if l == nil {
 		l = &busbw.Log{}
 	}
+	fab, err := v.JudgedFabric()
+	if err != nil {
+		return nil, fmt.Errorf("chart: %w", err)
+	}
 	for _, r := range l.Rows {
 		if r.Size < 0 || !finite(r.OOP.BusBW) || r.OOP.BusBW < 0 {
 			return nil, fmt.Errorf("chart: row of size %d has busbw %v; want a byte count and a finite, non-negative bandwidth", r.Size, r.OOP.BusBW)
@@ -67,7 +71,7 @@ func Chart(l *busbw.Log, v busbw.Verdict) ([]byte, error) {
 	// Title and the one-line evidence under it.
 	fmt.Fprintf(&b, `<text x="%d" y="34" font-size="20" font-weight="bold" fill="#1f2328">NCCL all_reduce_perf bus bandwidth: <tspan fill="%s">%s</tspan></text>`+"\n", plotLeft, color, verdict)
 	fmt.Fprintf(&b, `<text x="%d" y="58" font-size="13" fill="#1f2328">%s</text>`+"\n", plotLeft, esc(subtitle(l, v)))
-	fmt.Fprintf(&b, `<text x="%d" y="78" font-size="12" fill="%s">%s</text>`+"\n", plotLeft, colorFloor, esc(runFacts(l)))
+	fmt.Fprintf(&b, `<text x="%d" y="78" font-size="12" fill="%s">%s</text>`+"\n", plotLeft, colorFloor, esc(runFacts(l, fab)))
 
 	c.gapForMissingSizes(&b)
 	c.yGrid(&b)
@@ -266,7 +270,9 @@ func subtitle(l *busbw.Log, v busbw.Verdict) string {
 		busbw.FormatGBps(v.Measured), busbw.FormatSize(v.Size), busbw.FormatGBps(v.Threshold), busbw.PassFraction, v.Floor)
 }
 
-func runFacts(l *busbw.Log) string {
+// runFacts is the line of what the log showed: nodes, network, the
+// fabric's plugin version where the plugin logs one, NCCL.
+func runFacts(l *busbw.Log, fab busbw.Fabric) string {
 	nodes := "nodes not in log"
 	switch {
 	case l.Nodes > 0 && l.Ranks > 0:
@@ -275,7 +281,9 @@ func runFacts(l *busbw.Log) string {
 		nodes = fmt.Sprintf("%d node(s)", l.Nodes)
 	}
 	parts := []string{nodes, "network " + orUnknown(strings.Join(l.Networks, ", "))}
-	parts = append(parts, "FasTrak plugin "+orUnknown(strings.Join(l.PluginVersions, ", ")))
+	if fab.PluginVersionLine {
+		parts = append(parts, fab.Network+" plugin "+orUnknown(strings.Join(l.PluginVersions, ", ")))
+	}
 	parts = append(parts, "NCCL "+orUnknown(l.NCCLVersion))
 	return strings.Join(parts, " · ")
 }

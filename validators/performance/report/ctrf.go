@@ -111,6 +111,10 @@ type ctrfTest struct {
 // notInLog names those it did not show, so an absent value is never read as
 // the pinned one.
 type headlineExtra struct {
+	// Fabric is the fabric the run was judged for, written only for a
+	// fabric other than busbw.DefaultFabric: reports from before fabrics
+	// were named were all TCPXO's, and read the same.
+	Fabric                string   `json:"fabric,omitempty"`
 	RuntimeSource         string   `json:"runtimeSource"`
 	TrainerAction         string   `json:"trainerAction,omitempty"`
 	Recipe                string   `json:"recipe,omitempty"`
@@ -181,6 +185,14 @@ func CTRF(v busbw.Verdict, l *busbw.Log, ctx Context) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	fab, err := v.JudgedFabric()
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	fabric := ""
+	if fab.Name != busbw.DefaultFabric {
+		fabric = fab.Name
+	}
 	if ctx.Start < 0 || ctx.Stop < 0 || (ctx.Stop != 0 && ctx.Stop < ctx.Start) {
 		return nil, fmt.Errorf("report: run bounds start %d, stop %d: want milliseconds since the epoch with stop >= start, or 0 when unknown", ctx.Start, ctx.Stop)
 	}
@@ -199,6 +211,7 @@ func CTRF(v busbw.Verdict, l *busbw.Log, ctx Context) ([]byte, error) {
 		Message:  headlineMessage(v),
 		Type:     testType,
 		Extra: headlineExtra{
+			Fabric:                fabric,
 			RuntimeSource:         source,
 			TrainerAction:         ctx.TrainerAction,
 			Recipe:                ctx.Recipe,

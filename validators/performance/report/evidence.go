@@ -10,7 +10,9 @@ import (
 // Evidence is the predicate an evidence bundle signs about a judged run:
 // the verdict, figures and versions, the BOM's pinned installer and daemon,
 // and this tool's version; never host names, pod names or GPU UUIDs, which
-// the log (and the report) may hold.
+// the log (and the report) may hold. The predicate describes a TCPXO run
+// (evidence.Fabric, TCPXO's pinned images): a run judged for another fabric
+// is not signed until the predicate can name that fabric's images.
 func Evidence(l *busbw.Log, v busbw.Verdict, c Context) evidence.Predicate {
 	verdict := "fail"
 	if v.Pass {

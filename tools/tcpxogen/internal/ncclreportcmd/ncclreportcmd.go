@@ -34,21 +34,31 @@ const (
 // DefaultFloor is the declared H100 GKE floor for nccl-all-reduce-bw (GB/s).
 const DefaultFloor = "300"
 
+// pinned is what a fabric's run is judged against by default: its declared
+// floor and the versions of record from its generated package. How a
+// fabric's log reads is busbw's table (busbw.LookupFabric); this one holds
+// only what the generated code knows. A fabric without an entry has no
+// declared floor (--floor is required) and no pinned versions yet.
+var pinned = map[string]struct{ floor, plugin, nccl string }{
+	"tcpxo": {DefaultFloor, tcpxo.PluginVersion, tcpxo.NCCLVersion},
+}
+
 // Commands returns the nccl-report command.
 func Commands() cli.Commands {
 	return cli.Commands{"nccl-report": {Summary: "judge a captured nccl-tests all_reduce_perf log against a busbw floor; write a CTRF report and a chart", Run: run}}
 }
 
 func run(_ context.Context, args []string, s cli.Streams) error {
-	fs := cli.NewFlags("nccl-report", "nccl-report --log FILE [--floor GBPS] [--plugin-version V] [--out DIR] [--sign-key KEY.pem]", s)
+	fs := cli.NewFlags("nccl-report", "nccl-report --log FILE [--fabric tcpxo|gib] [--floor GBPS] [--plugin-version V] [--out DIR] [--sign-key KEY.pem]", s)
 	flagsUsage := fs.Usage
 	fs.Usage = func() {
 		flagsUsage()
 		fmt.Fprintf(s.Out, "\n%s\nExit status: 0 the run passed; 1 it failed (wrong results, truncated, one node, wrong network or plugin, below the floor); 2 bad usage, or the log is not nccl-tests output or is from a collective other than all_reduce_perf.\n", busbw.FormatsHelp)
 	}
 	logPath := fs.String("log", "", "`FILE` holding the nccl-tests all_reduce_perf output, e.g. kubectl logs of the benchmark launcher (required)")
-	floorFlag := fs.String("floor", DefaultFloor, fmt.Sprintf(`declared busbw floor in GB/s as a recipe writes it: ">= N", "> N" or "N", N a plain decimal up to %d; the run passes at 0.9 × N`, bandwidth.MaxGBps))
-	plugin := fs.String("plugin-version", tcpxo.PluginVersion, "NCCL plugin version the log's 'Initializing network FasTrak, version:' line must match (a leading v is ignored)")
+	fabricFlag := fs.String("fabric", busbw.DefaultFabric, fmt.Sprintf("the fabric the run was to use, one of %s: which network NCCL must report ('Using network FasTrak' for tcpxo, gIB for gib) and what a failure tells you to check", strings.Join(busbw.FabricNames(), ", ")))
+	floorFlag := fs.String("floor", DefaultFloor, fmt.Sprintf(`declared busbw floor in GB/s as a recipe writes it: ">= N", "> N" or "N", N a plain decimal up to %d; the run passes at 0.9 × N (required with --fabric gib, which has no declared floor yet)`, bandwidth.MaxGBps))
+	plugin := fs.String("plugin-version", tcpxo.PluginVersion, "NCCL plugin version the log's 'Initializing network FasTrak, version:' line must match (a leading v is ignored; --fabric tcpxo only)")
 	out := fs.String("out", ".", "directory for "+ReportFile+" and "+ChartFile)
 	signKey := fs.String("sign-key", "", "`FILE`: an unencrypted ECDSA P-256 or Ed25519 private key (PEM, as openssl genpkey writes it); also write "+EvidenceFile+", a Sigstore bundle signing the report and the chart, which `tcpxogen verify` checks with the public key alone")
 	if err := cli.Parse(fs, args); err != nil {
@@ -57,12 +67,28 @@ func run(_ context.Context, args []string, s cli.Streams) error {
 	if *logPath == "" {
 		return cli.BadInput("--log is required: give the file holding the all_reduce_perf output")
 	}
+	fab, err := busbw.LookupFabric(*fabricFlag)
+	if err != nil {
+		return cli.BadInput("--fabric: %w", err)
+	}
+	pins, havePins := pinned[fab.Name]
+	if !havePins && !fs.Changed("floor") {
+		return cli.BadInput("--floor is required with --fabric %s: no busbw floor is declared for %s yet; give the floor your recipe declares, as --floor '>= N' in GB/s", fab.Name, fab.Title)
+	}
 	floor, err := busbw.ParseFloor(*floorFlag)
 	if err != nil {
 		return cli.BadInput("--floor: %w", err)
 	}
-	if strings.TrimSpace(*plugin) == "" {
+	if !fab.PluginVersionLine {
+		if fs.Changed("plugin-version") {
+			return cli.BadInput("--plugin-version applies to --fabric tcpxo only: no log line in which the %s plugin states its version is known, so there is nothing to compare it with; drop the flag", fab.Network)
+		}
+		*plugin = ""
+	} else if strings.TrimSpace(*plugin) == "" {
 		return cli.BadInput("--plugin-version is empty: give the pinned plugin version (default %s)", tcpxo.PluginVersion)
+	}
+	if *signKey != "" && fab.Name != evidence.Fabric {
+		return cli.BadInput("--sign-key applies to --fabric %s only: the signed evidence names %s's pinned installer images, and none are pinned for %s yet; drop the flag", evidence.Fabric, evidence.Fabric, fab.Name)
 	}
 
 	// The key is read before the log is judged: an unusable key is bad
@@ -78,11 +104,11 @@ func run(_ context.Context, args []string, s cli.Streams) error {
 	if err != nil {
 		return err
 	}
-	v := busbw.Evaluate(l, floor, *plugin)
+	v := busbw.EvaluateFabric(l, floor, *plugin, fab)
 
 	// Provenance is left unknown: a captured log does not record which
 	// runtime produced it, and a flag would be an unchecked claim.
-	ctrf, err := report.CTRF(v, l, report.Context{PluginVersion: *plugin, NCCLVersion: tcpxo.NCCLVersion})
+	ctrf, err := report.CTRF(v, l, report.Context{PluginVersion: *plugin, NCCLVersion: pins.nccl})
 	if err != nil {
 		return err
 	}
@@ -94,7 +120,7 @@ func run(_ context.Context, args []string, s cli.Streams) error {
 	files := atomicfile.Set{reportPath: ctrf, chartPath: svg}
 	evidencePath := ""
 	if key != nil {
-		bundle, err := evidence.Sign(key, []evidence.File{{Name: ReportFile, Data: ctrf}, {Name: ChartFile, Data: svg}}, report.Evidence(l, v, report.Context{PluginVersion: *plugin, NCCLVersion: tcpxo.NCCLVersion}))
+		bundle, err := evidence.Sign(key, []evidence.File{{Name: ReportFile, Data: ctrf}, {Name: ChartFile, Data: svg}}, report.Evidence(l, v, report.Context{PluginVersion: *plugin, NCCLVersion: pins.nccl}))
 		if err != nil {
 			return fmt.Errorf("--sign-key %s: %w", *signKey, err)
 		}
@@ -107,7 +133,7 @@ func run(_ context.Context, args []string, s cli.Streams) error {
 		return fmt.Errorf("write the report to %s: %w", *out, err)
 	}
 
-	summarize(s.Out, *logPath, l, v, *plugin, reportPath, chartPath)
+	summarize(s.Out, *logPath, l, v, fab, *plugin, pins.nccl, reportPath, chartPath)
 	if evidencePath != "" {
 		fmt.Fprintf(s.Out, "  evidence   %s (signed with the %s key %s; verify with `tcpxogen verify --key PUB.pem %s`)\n", evidencePath, key.Algorithm(), key.Public().Hint(), evidencePath)
 	}
@@ -147,12 +173,16 @@ func readLog(path string) (*busbw.Log, error) {
 	return l, nil
 }
 
-func summarize(w io.Writer, logPath string, l *busbw.Log, v busbw.Verdict, plugin, reportPath, chartPath string) {
+func summarize(w io.Writer, logPath string, l *busbw.Log, v busbw.Verdict, fab busbw.Fabric, plugin, ncclPinned, reportPath, chartPath string) {
 	verdict := "FAIL"
 	if v.Pass {
 		verdict = "PASS"
 	}
 	fmt.Fprintf(w, "nccl-report: %s\n", verdict)
+	if fab.Name != busbw.DefaultFabric {
+		// The default fabric's summary is as it was before fabrics were named.
+		fmt.Fprintf(w, "  fabric     %s (%s)\n", fab.Name, fab.Title)
+	}
 	fmt.Fprintf(w, "  log        %s (%s)\n", logPath, sweep(l))
 	if l.Collective != "" {
 		fmt.Fprintf(w, "  benchmark  %s, from %s\n", l.Collective, l.CollectiveFrom)
@@ -167,8 +197,12 @@ func summarize(w io.Writer, logPath string, l *busbw.Log, v busbw.Verdict, plugi
 	fmt.Fprintf(w, "  threshold  %s GB/s (%g × declared floor %s GB/s)\n", busbw.FormatGBps(v.Threshold), busbw.PassFraction, v.Floor)
 	fmt.Fprintf(w, "  nodes      %s\n", nodes(l))
 	fmt.Fprintf(w, "  network    %s\n", orAbsent(strings.Join(l.Networks, ", ")))
-	fmt.Fprintf(w, "  plugin     %s (expected %s)\n", orAbsent(strings.Join(l.PluginVersions, ", ")), plugin)
-	fmt.Fprintf(w, "  nccl       %s\n", ncclVersion(l))
+	if fab.PluginVersionLine {
+		fmt.Fprintf(w, "  plugin     %s (expected %s)\n", orAbsent(strings.Join(l.PluginVersions, ", ")), plugin)
+	} else {
+		fmt.Fprintf(w, "  plugin     not checked (no %s plugin version line is known)\n", fab.Network)
+	}
+	fmt.Fprintf(w, "  nccl       %s\n", ncclVersion(l, ncclPinned))
 	if len(v.Problems) > 0 {
 		fmt.Fprintf(w, "  problems\n")
 		for _, p := range v.Problems {
@@ -201,11 +235,17 @@ func nodes(l *busbw.Log) string {
 	return fmt.Sprintf("%d node(s): %s (from %s)", l.Nodes, strings.Join(l.Hosts, ", "), l.NodesFrom)
 }
 
-func ncclVersion(l *busbw.Log) string {
-	if l.NCCLVersion == "" {
-		return "not in the log (pinned " + tcpxo.NCCLVersion + ")"
+// ncclVersion is what the log shows of NCCL, next to the pinned version
+// ("" when the fabric has none pinned yet).
+func ncclVersion(l *busbw.Log, pinned string) string {
+	pin := " (pinned " + pinned + ")"
+	if pinned == "" {
+		pin = " (none pinned for this fabric yet)"
 	}
-	return fmt.Sprintf("%s, from %s (pinned %s)", l.NCCLVersion, l.NCCLVersionFrom, tcpxo.NCCLVersion)
+	if l.NCCLVersion == "" {
+		return "not in the log" + pin
+	}
+	return fmt.Sprintf("%s, from %s%s", l.NCCLVersion, l.NCCLVersionFrom, pin)
 }
 
 func orAbsent(s string) string {

@@ -1,0 +1,128 @@
+package busbw
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Fabric is what judging a run needs to know about one fabric: the network
+// NCCL names when the fabric's plugin carries the traffic, what to check
+// when it did not, and which of the fabric plugin's log lines are known.
+// Everything else Evaluate judges (completeness, wrong results, nodes, the
+// bandwidth floor) is the same for every fabric.
+//
+// fabrics is the only place this package holds fabric-specific knowledge.
+// It is keyed by the --fabric values the fabric registry (internal/fabric)
+// uses, so the registry can point at it by name.
+type Fabric struct {
+	// Name is the --fabric value.
+	Name string
+	// Title names the fabric in messages.
+	Title string
+	// Network is the name the fabric's NCCL net plugin registers, as NCCL
+	// prints it in "NCCL INFO Using network X" (NCCL_NET selects it).
+	Network string
+	// Short names the fabric where a message says what a run is no evidence
+	// about.
+	Short string
+	// Fallbacks names the networks NCCL falls back to without the plugin,
+	// for messages.
+	Fallbacks string
+	// TCP says where Socket's traffic goes.
+	TCP string
+	// NotUsed says what another network than Network means.
+	NotUsed string
+	// Fix says what to check when NCCL used another network.
+	Fix string
+	// RequireNetwork makes a multi-node log that names no network a failure
+	// rather than a skipped check: without the line nothing shows the
+	// fabric carried the traffic.
+	RequireNetwork bool
+	// PluginVersionLine is true when the plugin logs its version in the
+	// "Initializing network FasTrak, version: X" line Parse reads; a fabric
+	// without such a known line leaves the plugin version unchecked.
+	PluginVersionLine bool
+	// Checker names the guest config checker in messages; GuestFix says
+	// where the enforced values are; NameEnforced makes the message name the
+	// variables the checker's lines name (TCPXO's message quotes the lines
+	// only, and is kept so that TCPXO's reports do not change);
+	// CheckerWording qualifies the recogniser's wording, "" when it is the
+	// fabric's own.
+	Checker, GuestFix string
+	NameEnforced      bool
+	CheckerWording    string
+}
+
+// DefaultFabric is the fabric a run is judged for when none is named:
+// GPUDirect-TCPXO, the only one before fabrics were named.
+const DefaultFabric = "tcpxo"
+
+// fabrics holds each fabric's entry, the default first.
+//
+// gIB's entries are from Google's documentation for A3 Ultra and A4 (the
+// installer DaemonSet nccl-rdma-installer, the payload at
+// /home/kubernetes/bin/gib mounted at /usr/local/gib, NCCL_NET=gIB) and
+// NCCL's source (IB and Socket are NCCL's built-in networks). gIB's guest
+// config checker is the same shim as TCPXO's
+// (NCCL_SHIMNET_GUEST_CONFIG_CHECKER_CONFIG_FILE), so its abort is
+// recognised by TCPXO's line ('NCCL WARN NCCL/NET (...) mismatch enforced'):
+// that gIB's checker words it so is our belief, which only a real gIB log
+// can confirm. No line in which the gIB plugin logs its version is public.
+var fabrics = []Fabric{
+	{
+		Name:              "tcpxo",
+		Title:             "GPUDirect-TCPXO",
+		Network:           FasTrak,
+		Short:             "TCPXO",
+		Fallbacks:         "TCP",
+		TCP:               "TCP on eth0",
+		NotUsed:           "GPUDirect-TCPXO was not in use",
+		Fix:               "the pod lacks the TCPXO wiring (run the benchmark with the torch-distributed-tcpxo runtime's wiring)",
+		PluginVersionLine: true,
+		Checker:           "The installer's guest config checker",
+		GuestFix:          `the fabric rule set, docs/tcpxo-workloads.md "What a workload may tune"; tcpxogen check trainjob names it for a TrainJob`,
+	},
+	{
+		Name:           "gib",
+		Title:          "GPUDirect-RDMA",
+		Network:        "gIB",
+		Short:          "gIB",
+		Fallbacks:      "IB or Socket",
+		TCP:            "TCP",
+		NotUsed:        "Google's gIB plugin did not carry the traffic (IB is NCCL's built-in RDMA transport, Socket its TCP one)",
+		Fix:            "check that the nccl-rdma-installer DaemonSet ran on the nodes, that the pod mounts the host's /home/kubernetes/bin/gib at /usr/local/gib, and that the pod's env sets NCCL_NET=gIB",
+		RequireNetwork: true,
+		Checker:        "gIB's guest config checker",
+		GuestFix:       "the config NCCL_SHIMNET_GUEST_CONFIG_CHECKER_CONFIG_FILE names, under /usr/local/gib/configs; set_nccl_env.sh sets the values it enforces",
+		NameEnforced:   true,
+		CheckerWording: "TCPXO's checker's wording, assumed for gIB's; only a real gIB log can confirm it",
+	},
+}
+
+// FabricNames lists the fabrics' names, the default first.
+func FabricNames() []string {
+	names := make([]string, len(fabrics))
+	for i, f := range fabrics {
+		names[i] = f.Name
+	}
+	return names
+}
+
+// LookupFabric returns the fabric named name; an unknown name is an error
+// that lists the fabrics.
+func LookupFabric(name string) (Fabric, error) {
+	if i := slices.IndexFunc(fabrics, func(f Fabric) bool { return f.Name == name }); i >= 0 {
+		return fabrics[i], nil
+	}
+	return Fabric{}, fmt.Errorf("unknown fabric %q: use one of %s", name, strings.Join(FabricNames(), ", "))
+}
+
+// JudgedFabric is the fabric v was judged for: Verdict.Fabric, or
+// DefaultFabric for a verdict that names none.
+func (v Verdict) JudgedFabric() (Fabric, error) {
+	if v.Fabric == "" {
+		return LookupFabric(DefaultFabric)
+	}
+	return LookupFabric(v.Fabric)
+}
