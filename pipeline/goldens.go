@@ -74,6 +74,7 @@ func renderGIB(in *runtimes.Inputs, files map[string][]byte) error {
 		}
 		header := append(runtimes.GIBGoldenHeader(in.GIB, fabric.GIB.RuntimeFor(mt.Name)+" ("+mt.Name+")"),
 			"EXAMPLE VALUES: the networks below are the names Google's docs use (rdma-0..rdma-7).",
+			"NO IMAGE: each TrainJob sets spec.trainer.image, built for CUDA "+gibCUDA(in)+" or later (the gIB release notes' minimum CUDA runtime).",
 			"Render the runtime for your cluster with:",
 			"  tcpxogen render runtime --fabric gib --machine-type "+mt.Name+" --interfaces eth2=<network>,...,eth9=<network>")
 		if files[runtimes.GoldenRDMARuntime(mt.Name)], err = runtimes.Encode(runtimes.FormatYAML, header, rt); err != nil {
@@ -87,6 +88,14 @@ func renderGIB(in *runtimes.Inputs, files map[string][]byte) error {
 	var err error
 	files[runtimes.GoldenRDMAComponents], err = runtimes.Encode(runtimes.FormatYAML, runtimes.GIBGoldenHeader(in.GIB, "Cluster-side gIB components"), components...)
 	return err
+}
+
+// gibCUDA is the minimum CUDA runtime the pinned gIB release names.
+func gibCUDA(in *runtimes.Inputs) string {
+	if r, ok := in.Releases.GIBReleaseFor(in.GIB.PluginVersion); ok && r.CUDA != "" {
+		return r.CUDA
+	}
+	return "(not published: see bom/releases.yaml)"
 }
 
 // Elsewhere are the generated artefacts another `go generate` directive

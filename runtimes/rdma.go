@@ -51,7 +51,13 @@ type RDMAOptions struct {
 	MachineType  string
 	NodeSelector map[string]string
 	Tolerations  []corev1.Toleration
-	WorkerImage  string // default: the BOM's worker image; pinned by digest
+	// WorkerImage, pinned by digest, is the node container's image. It has
+	// no default: gIB's release notes name a minimum CUDA runtime (13.0
+	// for v1.1.2) that the BOM's worker image (CUDA 12) does not meet, so
+	// the runtime ships without an image and each TrainJob brings one
+	// (spec.trainer.image); a pod without one is refused by the API
+	// server, never run with a CUDA the installer does not support.
+	WorkerImage string
 }
 
 // RDMAEnv is the gIB worker env on machine type mt: LD_LIBRARY_PATH as
@@ -86,11 +92,10 @@ func (o *RDMAOptions) defaults(in *Inputs) (fabric.MachineType, error) {
 	if !ok {
 		return m, fmt.Errorf("machine type %q is not served by the gIB fabric: use one of %s", o.MachineType, strings.Join(fabric.GIB.MachineTypeNames(), ", "))
 	}
-	if o.WorkerImage == "" {
-		o.WorkerImage = in.BOM.Images.Worker.Reference
-	}
-	if _, err := bom.ParsePinned(o.WorkerImage); err != nil {
-		return m, fmt.Errorf("worker image is not pinned by digest: %w", err)
+	if o.WorkerImage != "" {
+		if _, err := bom.ParsePinned(o.WorkerImage); err != nil {
+			return m, fmt.Errorf("worker image is not pinned by digest: %w", err)
+		}
 	}
 	return m, nil
 }

@@ -142,7 +142,7 @@ func TestRDMARuntimeRefuses(t *testing.T) {
 		{"a TCPXO mapping", RDMAOptions{Interfaces: ExampleInterfaces(), MachineType: "a4-highgpu-8g"}, "TCPXO one (eth1..eth8)"},
 		{"no machine type", RDMAOptions{Interfaces: ExampleRDMAInterfaces()}, `machine type "" is not served by the gIB fabric: use one of a3-ultragpu-8g, a4-highgpu-8g`},
 		{"A3 Mega", RDMAOptions{Interfaces: ExampleRDMAInterfaces(), MachineType: "a3-megagpu-8g"}, "not served by the gIB fabric"},
-		{"unpinned worker", RDMAOptions{Interfaces: ExampleRDMAInterfaces(), MachineType: "a4-highgpu-8g", WorkerImage: "pytorch/pytorch:latest"}, "digest"},
+		{"unpinned worker image", RDMAOptions{Interfaces: ExampleRDMAInterfaces(), MachineType: "a4-highgpu-8g", WorkerImage: "pytorch/pytorch:latest"}, "digest"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rt, err := RDMARuntime(in, tc.opts)
@@ -234,3 +234,26 @@ func TestExampleRDMAInterfacesAreRDMA(t *testing.T) {
 }
 
 func metaWithLabels(labels map[string]string) metav1.ObjectMeta { return metav1.ObjectMeta{Labels: labels} }
+
+// gIB v1.1.2's notes name a minimum CUDA runtime the BOM's CUDA 12 worker
+// does not meet, so the runtime ships no image unless one is given: a
+// TrainJob brings its own, and a pod without one is refused by the API
+// server rather than run on an unsupported CUDA.
+func TestRDMARuntimeImage(t *testing.T) {
+	in := loadGIBInputs(t)
+	rt, err := RDMARuntime(in, RDMAOptions{Interfaces: ExampleRDMAInterfaces(), MachineType: "a4-highgpu-8g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img := rt.Spec.Template.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0].Image; img != "" {
+		t.Errorf("default image %q, want none", img)
+	}
+	const ref = "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	rt, err = RDMARuntime(in, RDMAOptions{Interfaces: ExampleRDMAInterfaces(), MachineType: "a4-highgpu-8g", WorkerImage: ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img := rt.Spec.Template.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0].Image; img != ref {
+		t.Errorf("image %q, want %s", img, ref)
+	}
+}

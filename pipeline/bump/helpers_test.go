@@ -9,6 +9,7 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/generated"
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/emit"
 	"github.com/tcpxogen/tcpxogen/pipeline/docgen"
 	"github.com/tcpxogen/tcpxogen/pipeline/extract"
@@ -38,7 +39,10 @@ func checkoutParts(t testing.TB, src string) []string {
 	t.Helper()
 	rels := []string{"go.mod", bom.RepoPath, bom.ReleasesRepoPath, bom.OverridesRepoPath, generated.FactsFile,
 		runtimes.GoldenRuntime, runtimes.GoldenComponents, benchmark.GoldenPath, docgen.CompatDoc, emit.FixtureGolden,
-		admission.GoldenPath, admission.GoldenEnforcePath}
+		admission.GoldenPath, admission.GoldenEnforcePath, generated.GIBFactsFile, runtimes.GoldenRDMAComponents}
+	for _, mt := range fabric.GIB.MachineTypeNames() {
+		rels = append(rels, runtimes.GoldenRDMARuntime(mt))
+	}
 	rels = append(rels, bomcheck.DocFiles...)
 	compat, err := filepath.Glob(filepath.Join(src, "validators/realize/testdata/compat-*.json"))
 	if err != nil || len(compat) == 0 {
@@ -48,7 +52,7 @@ func checkoutParts(t testing.TB, src string) []string {
 		rel, _ := filepath.Rel(src, p)
 		rels = append(rels, filepath.ToSlash(rel))
 	}
-	for _, tree := range []string{extract.TestdataDir, extract.DaemonTestdataDir} {
+	for _, tree := range []string{extract.TestdataDir, extract.DaemonTestdataDir, extract.GIBTestdataDir} {
 		err := filepath.WalkDir(filepath.Join(src, tree), func(p string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return err

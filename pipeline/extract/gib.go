@@ -8,18 +8,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"path"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/tcpxogen/tcpxogen/generated"
+	"github.com/tcpxogen/tcpxogen/internal/emit"
 	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/internal/imagefs"
 	"github.com/tcpxogen/tcpxogen/internal/imagesource"
+	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 	"github.com/tcpxogen/tcpxogen/internal/profile"
 )
 
@@ -64,14 +69,19 @@ func machineAnswers(m fabric.MachineType) []profile.Answer {
 // env set_nccl_env.sh exports on each gIB machine type, the checker rules
 // the env points at, the files the env names, the NCCL version and the
 // payload libraries' DT_NEEDED, and the entrypoint the installer DaemonSet
-// runs, from cfg.GIBSource (by default testdata when cfg.Source is, else
-// the registry, as the daemon's).
+// runs, from cfg.GIBSource (by default the source the committed
+// generated/gib records, so a regeneration or a TCPXO bump re-reads gIB
+// from where it was last read).
 func RunGIB(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.LibDir == "" {
 		cfg.LibDir = DefaultLibDir
 	}
 	if cfg.GIBSource.Kind == "" {
-		cfg.GIBSource = DefaultDaemonSource(cfg.Source)
+		spec, err := RecordedGIBSource(cfg.Root)
+		if err != nil {
+			return nil, err
+		}
+		cfg.GIBSource = spec
 	}
 	pin := cfg.BOM.Images.GIBInstaller
 	src, err := openImage(cfg, cfg.GIBSource, pin.Reference, GIBTestdataDir, pin.Version)
@@ -142,6 +152,27 @@ func runGIB(ctx context.Context, cfg Config, src imagesource.Source) (*Result, e
 	f.Provenance.Pinned, f.Provenance.Source = pin.Reference, cfg.GIBSource.Raw
 	f.Provenance.Kind, f.Provenance.Read, f.Provenance.Digest, f.Provenance.Substituted = p.Kind, p.Read, p.Digest, p.Substituted
 	return &Result{Facts: f, Scan: scan.Stats}, nil
+}
+
+// RecordedGIBSource is the source the committed gIB facts under root were
+// read from; testdata (the bundled reconstruction) when there are none yet.
+func RecordedGIBSource(root string) (SourceSpec, error) {
+	p := filepath.Join(root, filepath.FromSlash(generated.GIBFactsFile))
+	src, err := inputfile.Read(p, inputfile.Spec{What: "generated file", Max: inputfile.MaxSource})
+	if errors.Is(err, fs.ErrNotExist) {
+		return SourceSpec{Kind: SourceTestdata, Raw: SourceTestdata}, nil
+	}
+	if err != nil {
+		return SourceSpec{}, fmt.Errorf("read recorded gIB provenance: %w", err)
+	}
+	f, err := emit.ParseLiteral(generated.GIBFactsFile, src)
+	if err != nil {
+		return SourceSpec{}, fmt.Errorf("read recorded gIB provenance: %w (restore the file with git checkout)", err)
+	}
+	if f.Provenance.Source == "" {
+		return SourceSpec{}, fmt.Errorf("%s records no source: restore the file with git checkout", generated.GIBFactsFile)
+	}
+	return ParseSource(f.Provenance.Source)
 }
 
 // evaluateOn runs the env script as machine type m would: in the sandbox,

@@ -91,7 +91,17 @@ func Run(ctx context.Context, root, base string) (*Result, error) {
 
 	// The goldens are the set `go generate` writes for the working tree's
 	// facts; each is compared with its blob at the revision.
-	rendered, err := pipeline.Render(root, &runtimes.Inputs{Facts: *newSnap.Facts, BOM: newSnap.BOM, Releases: newSnap.Releases, Overrides: newSnap.Overrides})
+	// The gIB facts are the working tree's: review compares TCPXO releases,
+	// and the base revision may predate the gIB fabric.
+	gibSrc, err := inputfile.Read(filepath.Join(root, filepath.FromSlash(generated.GIBFactsFile)), inputfile.Spec{Max: inputfile.MaxSource})
+	if err != nil {
+		return nil, &InputError{fmt.Errorf("%w (run go generate ./...)", err)}
+	}
+	gib, err := emit.ParseLiteral(generated.GIBFactsFile, gibSrc)
+	if err != nil {
+		return nil, &InputError{err}
+	}
+	rendered, err := pipeline.Render(root, &runtimes.Inputs{Facts: *newSnap.Facts, GIB: *gib, BOM: newSnap.BOM, Releases: newSnap.Releases, Overrides: newSnap.Overrides})
 	if err != nil {
 		return nil, fmt.Errorf("list the goldens: %w", err)
 	}

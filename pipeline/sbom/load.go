@@ -10,6 +10,7 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/generated"
 	"github.com/tcpxogen/tcpxogen/internal/emit"
+	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 )
@@ -47,7 +48,28 @@ func LoadInputs(root string) (Inputs, error) {
 	for _, ds := range runtimes.Components(rin) {
 		in.Components = append(in.Components, DaemonSetManifest(ds))
 	}
+	// The gIB fabric's components pull its installer; its runtimes ship no
+	// image (each TrainJob brings one), so they add none.
+	gibPath := filepath.Join(root, filepath.FromSlash(generated.GIBFactsFile))
+	gsrc, err := inputfile.Read(gibPath, inputfile.Spec{What: "generated file", Max: inputfile.MaxSource})
+	if err != nil {
+		return Inputs{}, fmt.Errorf("read the generated gIB facts: %w (run go generate ./...)", err)
+	}
+	if rin.GIB, err = parseGIB(gsrc); err != nil {
+		return Inputs{}, err
+	}
+	for _, ds := range runtimes.RDMAComponents(rin) {
+		in.Components = append(in.Components, DaemonSetManifest(ds))
+	}
 	return in, nil
+}
+
+func parseGIB(src []byte) (facts.Facts, error) {
+	f, err := emit.ParseLiteral(generated.GIBFactsFile, src)
+	if err != nil {
+		return facts.Facts{}, fmt.Errorf("read the generated gIB facts: %w", err)
+	}
+	return *f, nil
 }
 
 // RuntimeManifest describes a ClusterTrainingRuntime with the images of

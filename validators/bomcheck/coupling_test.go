@@ -42,7 +42,8 @@ func realRoot(t *testing.T) string {
 func copyRepo(t *testing.T) string {
 	t.Helper()
 	src, dst := realRoot(t), t.TempDir()
-	rels := []string{"go.mod", bom.RepoPath, bom.ReleasesRepoPath, bom.OverridesRepoPath, generated.FactsFile, runtimes.GoldenRuntime, runtimes.GoldenComponents, benchmark.GoldenPath, docgen.CompatDoc, emit.FixtureGolden, admission.GoldenPath, admission.GoldenEnforcePath}
+	rels := []string{"go.mod", bom.RepoPath, bom.ReleasesRepoPath, bom.OverridesRepoPath, generated.FactsFile, runtimes.GoldenRuntime, runtimes.GoldenComponents, benchmark.GoldenPath, docgen.CompatDoc, emit.FixtureGolden, admission.GoldenPath, admission.GoldenEnforcePath, generated.GIBFactsFile}
+	rels = append(rels, gibManifests()...)
 	rels = append(rels, DocFiles...)
 	compat, _ := filepath.Glob(filepath.Join(src, "validators/realize/testdata/compat-*.json"))
 	for _, p := range compat {
@@ -56,7 +57,7 @@ func copyRepo(t *testing.T) string {
 		}
 		write(t, dst, rel, string(data))
 	}
-	for _, tree := range []string{filepath.Join(src, extract.TestdataDir), filepath.Join(src, extract.DaemonTestdataDir)} {
+	for _, tree := range []string{filepath.Join(src, extract.TestdataDir), filepath.Join(src, extract.DaemonTestdataDir), filepath.Join(src, extract.GIBTestdataDir)} {
 		copyDir(src, dst, tree)
 	}
 	return dst

@@ -12,6 +12,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/generated"
 	"github.com/tcpxogen/tcpxogen/internal/emit"
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 	"github.com/tcpxogen/tcpxogen/internal/markdown"
@@ -22,7 +23,17 @@ import (
 // ManifestFiles are the emitted manifests every image and wiring check
 // covers, repo-relative. A missing optional one is skipped by the checks
 // that need it.
-var ManifestFiles = []string{runtimes.GoldenRuntime, runtimes.GoldenComponents, benchmark.GoldenPath}
+var ManifestFiles = append([]string{runtimes.GoldenRuntime, runtimes.GoldenComponents, benchmark.GoldenPath}, gibManifests()...)
+
+// gibManifests are the gIB fabric's goldens: its components and one runtime
+// per machine type it serves.
+func gibManifests() []string {
+	out := []string{runtimes.GoldenRDMAComponents}
+	for _, mt := range fabric.GIB.MachineTypeNames() {
+		out = append(out, runtimes.GoldenRDMARuntime(mt))
+	}
+	return out
+}
 
 // DocFiles are the user guides whose YAML examples are manifests too.
 var DocFiles = []string{"docs/tcpxo-workloads.md"}

@@ -52,6 +52,7 @@ func scratchRoot(t *testing.T) string {
 	copyTree(t, filepath.Join(real, "bom"), filepath.Join(dst, "bom"), func(p string) bool { return strings.HasSuffix(p, ".yaml") })
 	copyTree(t, filepath.Join(real, extract.TestdataDir), filepath.Join(dst, extract.TestdataDir), nil)
 	copyTree(t, filepath.Join(real, extract.DaemonTestdataDir), filepath.Join(dst, extract.DaemonTestdataDir), nil)
+	copyTree(t, filepath.Join(real, extract.GIBTestdataDir), filepath.Join(dst, extract.GIBTestdataDir), nil)
 	writeFile(t, filepath.Join(dst, "go.mod"), "module github.com/tcpxogen/tcpxogen\n\ngo 1.26.0\n")
 	return dst
 }

@@ -146,7 +146,7 @@ func copyTree(t *testing.T) string {
 		t.Fatal(err)
 	}
 	dst := t.TempDir()
-	for _, rel := range []string{bom.RepoPath, bom.ReleasesRepoPath, bom.OverridesRepoPath, generated.FactsFile} {
+	for _, rel := range []string{bom.RepoPath, bom.ReleasesRepoPath, bom.OverridesRepoPath, generated.FactsFile, generated.GIBFactsFile} {
 		data, err := os.ReadFile(filepath.Join(src, filepath.FromSlash(rel)))
 		if err != nil {
 			t.Fatal(err)
