@@ -106,12 +106,12 @@ func gibCUDA(in *runtimes.Inputs) string {
 // generated/ they are every generated file of the tree; the orphan test
 // holds the tree to that.
 var Elsewhere = map[string]string{
-	"docs/commands.md":                           "tools/tcpxogen/generate.go: tcpxogen help --markdown",
-	"validators/linkedtrainer/crds/*/*.yaml":     "generated/generate.go: tools/copycrds",
-	"testdata/installer/*/layers/*/plugins/*.so": "generated/generate.go: tools/placeholders (each tree's needed.json)",
+	"docs/commands.md":                                      "tools/tcpxogen/generate.go: tcpxogen help --markdown",
+	"validators/linkedtrainer/crds/*/*.yaml":                "generated/generate.go: tools/copycrds",
+	"testdata/installer/*/layers/*/plugins/*.so":            "generated/generate.go: tools/placeholders (each tree's needed.json)",
 	"testdata/gib-installer/*/layers/*/opt/gib/lib64/*.so*": "generated/generate.go: tools/placeholders (each tree's needed.json)",
-	"validators/realize/testdata/compat-*.json":  "generated/generate.go: tools/compat, once per trainer version",
-	"validators/realize/crddefaults/*.json":      "generated/generate.go: tools/compat --crd-defaults, once per trainer version",
+	"validators/realize/testdata/compat-*.json":             "generated/generate.go: tools/compat, once per trainer version",
+	"validators/realize/crddefaults/*.json":                 "generated/generate.go: tools/compat --crd-defaults, once per trainer version",
 }
 
 // GeneratedElsewhere reports whether a repo-relative path is one of

@@ -233,7 +233,9 @@ func TestExampleRDMAInterfacesAreRDMA(t *testing.T) {
 	}
 }
 
-func metaWithLabels(labels map[string]string) metav1.ObjectMeta { return metav1.ObjectMeta{Labels: labels} }
+func metaWithLabels(labels map[string]string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Labels: labels}
+}
 
 // gIB v1.1.2's notes name a minimum CUDA runtime the BOM's CUDA 12 worker
 // does not meet, so the runtime ships no image unless one is given: a

@@ -9,8 +9,8 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/generated"
-	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/emit"
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/pipeline/docgen"
 	"github.com/tcpxogen/tcpxogen/pipeline/extract"
 	"github.com/tcpxogen/tcpxogen/runtimes"

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 )
 
@@ -13,7 +14,11 @@ import (
 func shippedManifests(t *testing.T) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
-	for _, rel := range []string{runtimes.GoldenRuntime, runtimes.GoldenComponents} {
+	rels := []string{runtimes.GoldenRuntime, runtimes.GoldenComponents, runtimes.GoldenRDMAComponents}
+	for _, mt := range fabric.GIB.MachineTypeNames() {
+		rels = append(rels, runtimes.GoldenRDMARuntime(mt))
+	}
+	for _, rel := range rels {
 		data, err := os.ReadFile(filepath.Join("..", "..", filepath.FromSlash(rel)))
 		if err != nil {
 			t.Fatal(err)
