@@ -171,12 +171,33 @@ func (rs *RuleSet) entryRule(name string, s setting, rules []guestconfig.Rule) E
 	if name == netVar && rs.net.name != "" {
 		named = append(named, rs.net.name)
 	}
+	same := func(a, b EntryVerdict) bool { return a.Severity == b.Severity && a.Kind == b.Kind }
 	for _, v := range slices.Compact(named) {
 		if slices.ContainsFunc(r.Values, func(x ValueVerdict) bool { return x.Value == v }) {
 			continue
 		}
 		got := ask(literal(v), "")
-		if got.Severity == r.Other.Severity && got.Kind == r.Other.Kind {
+		// The value's other casings, and the verdict they share (cased
+		// marks the first, so that it names the entry's own casing).
+		var cased EntryVerdict
+		casings, agree := 0, true
+		for _, other := range []string{strings.ToUpper(v), strings.ToLower(v)} {
+			if other == v {
+				continue
+			}
+			if o := ask(literal(other), other); casings == 0 {
+				cased = o
+			} else if !same(o, cased) {
+				agree = false
+			}
+			casings++
+		}
+		// Casings Check judges alike, unlike any other value, where the
+		// value itself is judged otherwise (gIB's shipped NCCL_NET, without
+		// a rule that enforces it): the value's own verdict first, then
+		// every casing's.
+		casedApart := casings > 0 && agree && !same(cased, got) && !same(cased, r.Other)
+		if same(got, r.Other) && !casedApart {
 			continue
 		}
 		fold := v != strings.ToUpper(v) || v != strings.ToLower(v)
@@ -191,6 +212,9 @@ func (rs *RuleSet) entryRule(name string, s setting, rules []guestconfig.Rule) E
 			got = ask(literal(v), v)
 		}
 		r.Values = append(r.Values, ValueVerdict{Value: v, Fold: fold, Verdict: got})
+		if !fold && casedApart {
+			r.Values = append(r.Values, ValueVerdict{Value: v, Fold: true, Verdict: cased})
+		}
 	}
 	// A directory list: Check keeps a value that adds directories around the
 	// shipped ones, where any other value loses the fabric.
