@@ -21,8 +21,7 @@
 //     reconstruction records them (testdata/installer/) and Google's
 //     GPUDirect-TCPXO release notes (GoogleCloudPlatform/container-engine-accelerators,
 //     gpudirect-tcpxo/README.md). For gIB: the project's gIB facts
-//     (gib-facts.md) and Google's gIB manifests (gib.go says which values
-//     are belief).
+//     and Google's gIB manifests (gib.go says which values are belief).
 //
 // It also holds how the fabric's containers must write the capabilities
 // they add (capabilities.go): containerd drops a name with the CAP_ prefix

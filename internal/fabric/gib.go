@@ -5,7 +5,7 @@ package fabric
 //
 // Sources, as the comments name them: "NCCL env docs" is NCCL's user guide,
 // "Environment Variables" (docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html);
-// "gIB facts" is the project's gib-facts.md; "Google's manifests" are
+// "gIB facts" is the project's facts for gIB; "Google's manifests" are
 // GoogleCloudPlatform/container-engine-accelerators gpudirect-rdma/
 // nccl-test.yaml (A3 Ultra) and nccl-test-a4.yaml (A4) at dfe0f210. No
 // public source exists for the installer's set_nccl_env.sh or its checker
