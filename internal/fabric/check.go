@@ -71,16 +71,20 @@ func (f Finding) String() string {
 // EnvPath is the Path of a finding about the variable name.
 func EnvPath(name string) string { return "env " + name }
 
-// Classify says how name may be changed, given the guest config rules of
-// the profile in use. The first class that applies wins: an enforced rule,
-// then the fabric variables (NCCL docs and facts, see fabricVars), then a
-// recommended rule, logging, other NCCL variables, the rest.
-func Classify(name string, rules []guestconfig.Rule) Class {
+// Classify is TCPXORules.Classify.
+func Classify(name string, rules []guestconfig.Rule) Class { return TCPXORules.Classify(name, rules) }
+
+// Classify says how name may be changed on the fabric, given the guest
+// config rules of the profile in use. The first class that applies wins: an
+// enforced rule, then the fabric variables (the rule set's, each citing its
+// source, and its plugin prefix), then a recommended rule, logging, other
+// NCCL variables, the rest.
+func (rs *RuleSet) Classify(name string, rules []guestconfig.Rule) Class {
 	r, hasRule := ruleFor(name, rules)
 	switch {
 	case hasRule && r.Policy == guestconfig.Enforced:
 		return ClassEnforced
-	case fabricVars[name] != "" || strings.HasPrefix(name, FasTrakPrefix):
+	case rs.vars[name] != "" || rs.inPluginPrefix(name):
 		return ClassFabric
 	case hasRule && r.Policy == guestconfig.Recommended:
 		return ClassRecommended
@@ -98,14 +102,6 @@ func ruleFor(name string, rules []guestconfig.Rule) (guestconfig.Rule, bool) {
 		return guestconfig.Rule{}, false
 	}
 	return rules[i], true
-}
-
-// fabricWhy is why a ClassFabric variable is one.
-func fabricWhy(name string) string {
-	if w := fabricVars[name]; w != "" {
-		return w
-	}
-	return fastrakWhy
 }
 
 // setting is one variable's effective setting in an env.
@@ -169,6 +165,11 @@ func sourceOf(v *corev1.EnvVarSource) string {
 	return "an empty valueFrom"
 }
 
+// Check is TCPXORules.Check.
+func Check(shipped []corev1.EnvVar, rules []guestconfig.Rule, candidate []corev1.EnvVar) []Finding {
+	return TCPXORules.Check(shipped, rules, candidate)
+}
+
 // Check judges candidate, a container's final env, against shipped, the
 // env tcpxogen ships for it, and rules, the guest config rules of the
 // profile in use. It returns one finding per variable that matters, in the
@@ -179,16 +180,18 @@ func sourceOf(v *corev1.EnvVarSource) string {
 //     was shipped (missing, another value, or a value tcpxogen cannot see:
 //     Fatal);
 //  2. a ClassFabric variable must not be removed, changed or added
-//     (Fatal), except LD_LIBRARY_PATH that keeps the shipped directories
-//     and the known values of NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY,
-//     NCCL_LIB_DIR and NCCL_NET=FasTrak, and removing NCCL_LIB_DIR, which
-//     only a command that sources the profile reads (Warning);
+//     (Fatal), except LD_LIBRARY_PATH that keeps the shipped directories,
+//     the rule set's known values (TCPXO: NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY,
+//     NCCL_LIB_DIR; gIB: LD_LIBRARY_PATH), NCCL_NET naming the fabric's
+//     network in any casing (TCPXO: added FasTrak, a Warning; gIB: gIB),
+//     and removing the profile's input variable, which only a command that
+//     sources the profile reads (TCPXO: NCCL_LIB_DIR, a Warning);
 //  3. a recommended rule that does not hold is a Warning;
 //  4. other differences from shipped: logging is a Note; tuning, and any
 //     change to a shipped variable, a Warning (an NCCL variable the rules
 //     do not list is reported by the checker as unexpected); adding a
 //     non-NCCL variable is no finding.
-func Check(shipped []corev1.EnvVar, rules []guestconfig.Rule, candidate []corev1.EnvVar) []Finding {
+func (rs *RuleSet) Check(shipped []corev1.EnvVar, rules []guestconfig.Rule, candidate []corev1.EnvVar) []Finding {
 	ship, shipOrder := settings(shipped)
 	cand, candOrder := settings(candidate)
 	names := slices.Clone(shipOrder)
@@ -203,7 +206,7 @@ func Check(shipped []corev1.EnvVar, rules []guestconfig.Rule, candidate []corev1
 			continue
 		}
 		seen[name] = true
-		if f, ok := judge(name, ship[name], cand[name], rules); ok {
+		if f, ok := rs.judge(name, ship[name], cand[name], rules); ok {
 			out = append(out, f)
 		}
 	}
@@ -211,22 +214,21 @@ func Check(shipped []corev1.EnvVar, rules []guestconfig.Rule, candidate []corev1
 }
 
 // judge applies Check's rules to one variable.
-func judge(key string, s, c setting, rules []guestconfig.Rule) (Finding, bool) {
+func (rs *RuleSet) judge(key string, s, c setting, rules []guestconfig.Rule) (Finding, bool) {
 	f := Finding{Path: EnvPath(key)}
 	r, hasRule := ruleFor(key, rules)
-	class := Classify(key, rules)
+	class := rs.Classify(key, rules)
 	name := display(key)
 
-	// 1. Enforced rules hold in the candidate, or the plugin aborts or
-	// hangs (facts, "Guest config checker"; Google's release note of Aug
-	// 21, 2025: the checker "will abort any workload where it is not set").
+	// 1. Enforced rules hold in the candidate, or the checker stops the
+	// workload (the rule set's enforcedEffect says how, and its source).
 	if hasRule && r.Policy == guestconfig.Enforced {
 		if c.is(r.Value) {
 			return f, false
 		}
 		f.Kind, f.Severity = EnforcedViolation, Fatal
 		f.Reason = "the installer's guest config enforces " + name + "=" + yamlstrict.Quote(r.Value) + " and here it is " + c.describe() +
-			": the plugin aborts or hangs at NCCL init"
+			": " + rs.enforcedEffect
 		f.Fix = "set " + name + "=" + yamlstrict.Quote(r.Value) + " as the guest config requires (drop any override of it)"
 		return f, true
 	}
@@ -235,7 +237,7 @@ func judge(key string, s, c setting, rules []guestconfig.Rule) (Finding, bool) {
 
 	// 2. Fabric variables.
 	if class == ClassFabric && diff != "" {
-		return judgeFabric(f, key, diff, s, c), true
+		return rs.judgeFabric(f, key, diff, s, c), true
 	}
 
 	// 3. Recommended rules: the checker reports a difference, the
@@ -264,13 +266,11 @@ func judge(key string, s, c setting, rules []guestconfig.Rule) (Finding, bool) {
 		f.Reason = name + " is " + c.describe() + " (shipped " + s.describe() + "), the value the installer's guest config recommends"
 		f.Fix = "none needed"
 	case diff == Added && isNCCL(key):
-		// Google's release note of Aug 21, 2025: "The presence of
-		// NCCL_NVLS_ENABLE or NCCL_ALGO will only be flagged as unexpected
-		// environment variables"; facts, "Guest config checker".
+		// What the checker does with it is the rule set's unlisted.
 		f.Severity = Warning
 		f.Reason = name + " is set to " + c.describe() + " and the installer's guest config does not list it: " +
-			"the checker reports it as unexpected, and A3 Mega was not qualified with it"
-		f.Fix = "remove it unless an A3 Mega benchmark (tcpxogen validate) shows it helps"
+			rs.unlisted + ", and " + rs.qualified + " not qualified with it"
+		f.Fix = "remove it unless " + rs.benchmark + " shows it helps"
 	case diff == Added && class == ClassOther:
 		return f, false
 	default:
@@ -278,11 +278,11 @@ func judge(key string, s, c setting, rules []guestconfig.Rule) (Finding, bool) {
 		// value is the qualified one.
 		f.Severity = Warning
 		f.Reason = name + " is " + c.describe() + " where tcpxogen ships " + s.describe() +
-			": the installer's guest config does not enforce it, but A3 Mega was qualified with the shipped value"
+			": the installer's guest config does not enforce it, but " + rs.qualified + " qualified with the shipped value"
 		if s.set {
-			f.Fix = "keep " + name + "=" + s.describe() + " unless an A3 Mega benchmark (tcpxogen validate) shows the change helps"
+			f.Fix = "keep " + name + "=" + s.describe() + " unless " + rs.benchmark + " shows the change helps"
 		} else {
-			f.Fix = "remove it unless an A3 Mega benchmark (tcpxogen validate) shows it helps"
+			f.Fix = "remove it unless " + rs.benchmark + " shows it helps"
 		}
 	}
 	return f, true
@@ -317,39 +317,31 @@ func diffKind(s, c setting) Kind {
 
 // judgeFabric judges a difference in a ClassFabric variable: Fatal, but for
 // the few changes the sources show keep the fabric.
-func judgeFabric(f Finding, key string, diff Kind, s, c setting) Finding {
+func (rs *RuleSet) judgeFabric(f Finding, key string, diff Kind, s, c setting) Finding {
 	f.Kind, f.Severity = diff, Fatal
-	why := fabricWhy(key)
+	why := rs.fabricWhy(key)
 	name := display(key)
 	switch {
-	case diff == Added && key == "NCCL_NET" && c.from == "" && strings.EqualFold(c.value, fastrakNet):
-		// NCCL env docs, NCCL_NET: the name matches case-insensitively, and
-		// forcing the network NCCL would pick anyway only stops a silent
-		// fallback. The guest config does not list it.
-		f.Severity = Warning
-		f.Reason = "NCCL_NET=" + c.describe() + " forces the FasTrak network NCCL uses anyway, but the installer's guest config " +
-			"does not list NCCL_NET: the checker reports it as unexpected"
-		f.Fix = "remove it, or keep it to make NCCL fail instead of falling back to TCP"
+	case rs.keepsNet(key, diff, c):
+		// NCCL_NET names the fabric's network, in a casing NCCL accepts.
+		f.Severity = rs.net.severity
+		f.Reason = netVar + "=" + c.describe() + " " + rs.net.why
+		f.Fix = rs.net.fix
 		return f
-	case diff == Added && hasKnownValue(key, c):
+	case diff == Added && rs.hasKnownValue(key, c):
 		f.Severity = Note
-		f.Reason = name + "=" + c.describe() + " is added: " + knownValues[key].why
+		f.Reason = name + "=" + c.describe() + " is added: " + rs.known[key].why
 		f.Fix = "none needed"
 		return f
-	case diff == Removed && key == libDirVar:
-		// NCCL and the plugin never read NCCL_LIB_DIR; only the installer's
-		// profile does, and it fails loudly without it (facts, "The default
-		// profile": "It requires NCCL_LIB_DIR (fails otherwise)"). Dropping
-		// it keeps the fabric of a command that does not source the
-		// profile and breaks, visibly, one that follows Google's README
-		// ("NCCL configs": source ${NCCL_LIB_DIR}/nccl-env-profile.sh).
+	case diff == Removed && rs.profileInput != "" && key == rs.profileInput:
+		// Only a command that sources the installer's profile reads it: the
+		// rule set's profileInputRemoved says what then breaks.
 		f.Severity = Warning
-		f.Reason = name + " is removed (shipped " + s.describe() + "): NCCL does not read it, but a command that runs " +
-			"`source ${NCCL_LIB_DIR}/nccl-env-profile.sh` (Google's documented pattern) fails at start"
+		f.Reason = name + " is removed (shipped " + s.describe() + "): " + rs.profileInputRemoved
 		f.Fix = "keep " + name + "=" + s.describe() + " as shipped"
 		return f
 	case key == "LD_LIBRARY_PATH" && s.set && s.from == "" && c.set && c.from == "":
-		if sev, reason := judgeLibraryPath(s.value, c.value); sev != Fatal {
+		if sev, reason := rs.judgeLibraryPath(s.value, c.value); sev != Fatal {
 			f.Severity, f.Reason = sev, reason
 			f.Fix = "keep LD_LIBRARY_PATH=" + s.describe() + " unless you need the extra directories"
 			return f
@@ -361,7 +353,7 @@ func judgeFabric(f Finding, key string, diff Kind, s, c setting) Finding {
 		f.Fix = "keep " + name + "=" + s.describe() + " as shipped"
 	case Added:
 		f.Reason = name + " is added as " + c.describe() + ": " + why
-		if kv, ok := knownValues[key]; ok {
+		if kv, ok := rs.known[key]; ok {
 			f.Fix = "set " + name + "=" + yamlstrict.Quote(kv.value) + ", or remove it"
 		} else {
 			f.Fix = "remove " + name
@@ -378,9 +370,9 @@ func judgeFabric(f Finding, key string, diff Kind, s, c setting) Finding {
 // installer's libraries first (Note). Keeping them behind others is what
 // Google's release notes describe for an open-source NCCL core ("Compatible
 // NCCL version": ${YOUR_OPEN_SOURCE_NCCL_CORE_PATH}:/usr/local/nvidia/lib64),
-// but a directory in front can shadow the plugin (Warning). Losing one is
-// Fatal.
-func judgeLibraryPath(shipped, candidate string) (Severity, string) {
+// but a directory in front can shadow the plugin (Warning; the rule set's
+// libraryShadow says what its sources allow). Losing one is Fatal.
+func (rs *RuleSet) judgeLibraryPath(shipped, candidate string) (Severity, string) {
 	want := slices.DeleteFunc(strings.Split(shipped, ":"), func(d string) bool { return d == "" })
 	got := strings.Split(candidate, ":")
 	for _, d := range want {
@@ -392,12 +384,5 @@ func judgeLibraryPath(shipped, candidate string) (Severity, string) {
 		return Note, "LD_LIBRARY_PATH=" + yamlstrict.Quote(candidate) + " keeps the installer's directories first: the plugin still loads"
 	}
 	return Warning, "LD_LIBRARY_PATH=" + yamlstrict.Quote(candidate) + " puts directories before the installer's " +
-		yamlstrict.Quote(shipped) + ": a libnccl.so or libnccl-net.so there shadows the installer's (Google documents this only " +
-		"for a compatible open-source NCCL core)"
-}
-
-// hasKnownValue says whether c is the known value of name (knownValues).
-func hasKnownValue(name string, c setting) bool {
-	kv, ok := knownValues[name]
-	return ok && c.is(kv.value)
+		yamlstrict.Quote(shipped) + ": a libnccl.so or libnccl-net.so there shadows the installer's (" + rs.libraryShadow + ")"
 }

@@ -107,21 +107,30 @@ func (r EntryRule) Judge(value string, fromElsewhere bool) EntryVerdict {
 	return r.Other
 }
 
+// EntryRules is TCPXORules.EntryRules.
+func EntryRules(shipped []corev1.EnvVar, rules []guestconfig.Rule) []EntryRule {
+	return TCPXORules.EntryRules(shipped, rules)
+}
+
 // EntryRules returns the rule set as verdicts on single entries for a
 // workload whose env is merged, by name, into shipped, with rules the guest
 // config rules of the shipped profile. The named rules come first (the
-// names Table lists), then the patterns: other FasTrak variables, other
-// NCCL variables, every other name. The first rule that Matches a name
-// decides.
-func EntryRules(shipped []corev1.EnvVar, rules []guestconfig.Rule) []EntryRule {
+// names Table lists), then the patterns: other variables of the plugin
+// prefix (TCPXO: NCCL_FASTRAK_*; gIB: NCCL_IB_*), other NCCL variables,
+// every other name. The first rule that Matches a name decides.
+func (rs *RuleSet) EntryRules(shipped []corev1.EnvVar, rules []guestconfig.Rule) []EntryRule {
 	ship, order := settings(shipped)
-	names := listedNames(order, rules)
+	names := rs.listedNames(order, rules)
 	out := make([]EntryRule, 0, len(names)+3)
 	for _, n := range names {
-		out = append(out, entryRule(n, ship[n], rules))
+		out = append(out, rs.entryRule(n, ship[n], rules))
 	}
-	for _, prefix := range []string{FasTrakPrefix, ncclPrefix, ""} {
-		r := entryRule(prefix+probeName, setting{}, rules)
+	prefixes := []string{ncclPrefix, ""}
+	if rs.pluginPrefix != "" {
+		prefixes = append([]string{rs.pluginPrefix}, prefixes...)
+	}
+	for _, prefix := range prefixes {
+		r := rs.entryRule(prefix+probeName, setting{}, rules)
 		r.Name, r.Prefix = "", &prefix
 		r.Values, r.Paths = nil, nil
 		r.Other, r.From = markName(r.Other, prefix+probeName), markName(r.From, prefix+probeName)
@@ -132,9 +141,9 @@ func EntryRules(shipped []corev1.EnvVar, rules []guestconfig.Rule) []EntryRule {
 
 // entryRule asks Check about name set to each value the rule set names for
 // it, to a value none names, and to a value from elsewhere.
-func entryRule(name string, s setting, rules []guestconfig.Rule) EntryRule {
+func (rs *RuleSet) entryRule(name string, s setting, rules []guestconfig.Rule) EntryRule {
 	ask := func(c setting, shown string) EntryVerdict {
-		f, ok := judge(name, s, c, rules)
+		f, ok := rs.judge(name, s, c, rules)
 		if !ok {
 			return EntryVerdict{}
 		}
@@ -146,7 +155,7 @@ func entryRule(name string, s setting, rules []guestconfig.Rule) EntryRule {
 		return v
 	}
 	literal := func(v string) setting { return setting{set: true, value: v} }
-	r := EntryRule{Name: name, Class: Classify(name, rules)}
+	r := EntryRule{Name: name, Class: rs.Classify(name, rules)}
 	r.Other = ask(literal(probeValue), probeValue)
 	r.From = ask(setting{set: true, from: fromElsewhere}, "")
 	var named []string
@@ -156,18 +165,39 @@ func entryRule(name string, s setting, rules []guestconfig.Rule) EntryRule {
 	if rule, ok := ruleFor(name, rules); ok {
 		named = append(named, rule.Value)
 	}
-	if kv, ok := knownValues[name]; ok {
+	if kv, ok := rs.known[name]; ok {
 		named = append(named, kv.value)
 	}
-	if name == "NCCL_NET" {
-		named = append(named, fastrakNet)
+	if name == netVar && rs.net.name != "" {
+		named = append(named, rs.net.name)
 	}
+	same := func(a, b EntryVerdict) bool { return a.Severity == b.Severity && a.Kind == b.Kind }
 	for _, v := range slices.Compact(named) {
 		if slices.ContainsFunc(r.Values, func(x ValueVerdict) bool { return x.Value == v }) {
 			continue
 		}
 		got := ask(literal(v), "")
-		if got.Severity == r.Other.Severity && got.Kind == r.Other.Kind {
+		// The value's other casings, and the verdict they share (cased
+		// marks the first, so that it names the entry's own casing).
+		var cased EntryVerdict
+		casings, agree := 0, true
+		for _, other := range []string{strings.ToUpper(v), strings.ToLower(v)} {
+			if other == v {
+				continue
+			}
+			if o := ask(literal(other), other); casings == 0 {
+				cased = o
+			} else if !same(o, cased) {
+				agree = false
+			}
+			casings++
+		}
+		// Casings Check judges alike, unlike any other value, where the
+		// value itself is judged otherwise (gIB's shipped NCCL_NET, without
+		// a rule that enforces it): the value's own verdict first, then
+		// every casing's.
+		casedApart := casings > 0 && agree && !same(cased, got) && !same(cased, r.Other)
+		if same(got, r.Other) && !casedApart {
 			continue
 		}
 		fold := v != strings.ToUpper(v) || v != strings.ToLower(v)
@@ -182,6 +212,9 @@ func entryRule(name string, s setting, rules []guestconfig.Rule) EntryRule {
 			got = ask(literal(v), v)
 		}
 		r.Values = append(r.Values, ValueVerdict{Value: v, Fold: fold, Verdict: got})
+		if !fold && casedApart {
+			r.Values = append(r.Values, ValueVerdict{Value: v, Fold: true, Verdict: cased})
+		}
 	}
 	// A directory list: Check keeps a value that adds directories around the
 	// shipped ones, where any other value loses the fabric.

@@ -26,6 +26,8 @@ type Fabric struct {
 	Runtime string
 	// InstallerDaemonSet is the node component that prepares a node.
 	InstallerDaemonSet string
+	// rules is the fabric's rule set (Rules).
+	rules *RuleSet
 }
 
 // MachineType is one GKE machine type with what identifies its nodes.
@@ -63,6 +65,7 @@ var (
 		},
 		Runtime:            names.Runtime,
 		InstallerDaemonSet: names.InstallerDaemonSet,
+		rules:              TCPXORules,
 	}
 	GIB = Fabric{
 		Name:  "gib",
@@ -73,6 +76,7 @@ var (
 		},
 		Runtime:            names.RuntimeRDMA,
 		InstallerDaemonSet: names.InstallerDaemonSetRDMA,
+		rules:              GIBRules,
 	}
 )
 
@@ -112,6 +116,11 @@ func Lookup(name string) (Fabric, error) {
 	}
 	return Fabric{}, fmt.Errorf("unknown fabric %q: use one of %s", name, strings.Join(Names(), ", "))
 }
+
+// Rules is f's rule set: what keeps a workload's env on the fabric
+// (Classify, Check, EntryRules, Table). A fabric not from this registry
+// (Lookup, Fabrics) has none.
+func (f Fabric) Rules() *RuleSet { return f.rules }
 
 // MachineType returns the machine type of f named name.
 func (f Fabric) MachineType(name string) (MachineType, bool) {
