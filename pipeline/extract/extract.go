@@ -24,6 +24,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/internal/imagefs"
 	"github.com/tcpxogen/tcpxogen/internal/imagesource"
@@ -276,10 +277,10 @@ func assemble(ctx context.Context, cfg Config, scan *imagefs.Result) (*facts.Fac
 		return nil, err
 	}
 	f.Normalized = slices.Compact(slices.Sorted(slices.Values(f.Normalized)))
-	if f.DefaultGuestRules, f.Provenance.DefaultGuestConfigSHA256, err = guestRules(scan, DefaultGuestConfigPath, path.Base(DefaultProfilePath), f.DefaultProfile); err != nil {
+	if f.DefaultGuestRules, f.Provenance.DefaultGuestConfigSHA256, err = guestRules(fabric.TCPXORules, scan, DefaultGuestConfigPath, path.Base(DefaultProfilePath), f.DefaultProfile); err != nil {
 		return nil, fmt.Errorf("installer %s: %w", cfg.BOM.Images.Installer.Version, err)
 	}
-	if f.SimpleGuestRules, f.Provenance.SimpleGuestConfigSHA256, err = guestRules(scan, SimpleGuestConfigPath, path.Base(SimpleProfilePath), f.SimpleProfile); err != nil {
+	if f.SimpleGuestRules, f.Provenance.SimpleGuestConfigSHA256, err = guestRules(fabric.TCPXORules, scan, SimpleGuestConfigPath, path.Base(SimpleProfilePath), f.SimpleProfile); err != nil {
 		return nil, fmt.Errorf("installer %s: %w", cfg.BOM.Images.Installer.Version, err)
 	}
 	return f, nil

@@ -248,7 +248,7 @@ func gibFiles(ctx context.Context, cfg Config, img v1.Image, scan *imagefs.Resul
 	}
 	checkerPath := path.Join(GIBPayloadDir, checker)
 	for i, m := range f.MachineProfiles {
-		rules, sum, err := guestRules(res, checkerPath, path.Base(GIBEnvScript)+" on "+m.MachineType, m.Env)
+		rules, sum, err := guestRules(fabric.GIBRules, res, checkerPath, path.Base(GIBEnvScript)+" on "+m.MachineType, m.Env)
 		if err != nil {
 			return err
 		}

@@ -27,7 +27,7 @@ const (
 // checks it is the file read from p, and checks the profile itself keeps
 // every enforced rule: an installer whose own profile breaks its checker is
 // something tcpxogen must not pin silently.
-func guestRules(scan *imagefs.Result, p, profileName string, profile []facts.EnvVar) ([]guestconfig.Rule, string, error) {
+func guestRules(rs *fabric.RuleSet, scan *imagefs.Result, p, profileName string, profile []facts.EnvVar) ([]guestconfig.Rule, string, error) {
 	f := scan.Files[p]
 	for _, v := range profile {
 		if v.Name == guestConfigVar && path.Base(v.Value) != path.Base(p) {
@@ -43,7 +43,7 @@ func guestRules(scan *imagefs.Result, p, profileName string, profile []facts.Env
 		env[i] = corev1.EnvVar{Name: v.Name, Value: v.Value}
 	}
 	var errs []error
-	for _, finding := range fabric.Check(env, rules, env) {
+	for _, finding := range rs.Check(env, rules, env) {
 		if finding.Severity == fabric.Fatal {
 			errs = append(errs, fmt.Errorf("%s contradicts %s: %s", profileName, p, finding.Reason))
 		}

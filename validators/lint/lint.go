@@ -11,7 +11,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -23,7 +25,6 @@ import (
 	"github.com/tcpxogen/tcpxogen/internal/excerpt"
 	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
-	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/internal/wiring"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
@@ -76,14 +77,20 @@ type Options struct {
 
 // machinery is what every document is judged with, built once per process
 // and only when a file is judged: the schema proof of the linked trainer's
-// CRDs and webhooks, the shipped runtime and its fabric rules. A pre-commit
-// hook over many files pays for it once.
+// CRDs and webhooks, and each shipped runtime with its fabric's rule set
+// and checker rules, by runtime name. A pre-commit hook over many files
+// pays for it once.
 var machinery = sync.OnceValues(func() (*judge, error) {
 	v, err := schema.NewTrainer()
 	if err != nil {
 		return nil, err
 	}
-	rt, err := shipped.Runtime()
+	in, err := shipped.Inputs()
+	if err != nil {
+		return nil, err
+	}
+	j := &judge{schema: v, runtimes: map[string]shippedRuntime{}}
+	rt, err := runtimes.TorchRuntime(in, runtimes.Options{Interfaces: runtimes.ExampleInterfaces()})
 	if err != nil {
 		return nil, err
 	}
@@ -91,15 +98,33 @@ var machinery = sync.OnceValues(func() (*judge, error) {
 	if err != nil {
 		return nil, err
 	}
-	rules := runtimes.RulesFor(shipped.Facts(), wiring.Of(tpl, runtimes.NodeContainer).NodeEnv)
-	return &judge{schema: v, runtime: rt, rules: rules}, nil
+	j.runtimes[rt.Name] = shippedRuntime{runtime: rt, fabric: fabric.TCPXO, rules: runtimes.RulesFor(in.Facts, wiring.Of(tpl, runtimes.NodeContainer).NodeEnv)}
+	for _, mt := range fabric.GIB.MachineTypes {
+		rt, err := runtimes.RDMARuntime(in, runtimes.RDMAOptions{Interfaces: runtimes.ExampleRDMAInterfaces(), MachineType: mt.Name})
+		if err != nil {
+			return nil, err
+		}
+		j.runtimes[rt.Name] = shippedRuntime{runtime: rt, fabric: fabric.GIB, rules: in.GIB.GuestRules(mt.Name)}
+	}
+	return j, nil
 })
 
 type judge struct {
-	schema  *schema.Validator
+	schema   *schema.Validator
+	runtimes map[string]shippedRuntime
+}
+
+// shippedRuntime is one runtime tcpxogen ships, with what judges a
+// TrainJob of it: its fabric (whose rule set classifies each variable) and
+// the installer's checker rules for its env.
+type shippedRuntime struct {
 	runtime *trainer.ClusterTrainingRuntime
+	fabric  fabric.Fabric
 	rules   []guestconfig.Rule
 }
+
+// names lists the shipped runtimes, sorted, for messages.
+func (j *judge) names() []string { return slices.Sorted(maps.Keys(j.runtimes)) }
 
 // FileWith is File with options.
 func FileWith(ctx context.Context, w io.Writer, name string, data []byte, o Options) error {
@@ -113,7 +138,7 @@ func FileWith(ctx context.Context, w io.Writer, name string, data []byte, o Opti
 		return badInput("%s: %w", name, err)
 	}
 	lines := locate(data)
-	docs, err := trainJobDocs(name, reports, lines)
+	docs, err := trainJobDocs(name, reports, lines, j)
 	if err != nil {
 		return err
 	}
@@ -235,7 +260,7 @@ func (d trainJobDoc) label() string {
 // trainJobDocs decodes every document, refusing the file (exit 2) if any
 // is not a TrainJob of the shipped runtime: judging only some of a file's
 // documents would pass what the rest loses.
-func trainJobDocs(name string, reports []schema.Report, lines docLines) ([]trainJobDoc, error) {
+func trainJobDocs(name string, reports []schema.Report, lines docLines, j *judge) ([]trainJobDoc, error) {
 	if len(reports) == 0 {
 		return nil, badInput("%s holds no YAML document", name)
 	}
@@ -260,9 +285,9 @@ func trainJobDocs(name string, reports []schema.Report, lines docLines) ([]train
 			return nil, badInput("%s document %d cannot be read as a TrainJob: %w", name, r.Document, err)
 		}
 		ref := job.Spec.RuntimeRef
-		if ref.Name != names.Runtime || ptr.Deref(ref.Kind, trainer.ClusterTrainingRuntimeKind) != trainer.ClusterTrainingRuntimeKind {
-			return nil, badInput("%s document %d (TrainJob %s) references %s %s, not ClusterTrainingRuntime %s: this lint checks TrainJobs of the shipped runtime",
-				name, r.Document, excerpt.Quote(job.Name), excerpt.Quote(ptr.Deref(ref.Kind, trainer.ClusterTrainingRuntimeKind)), excerpt.Quote(ref.Name), names.Runtime)
+		if _, shipped := j.runtimes[ref.Name]; !shipped || ptr.Deref(ref.Kind, trainer.ClusterTrainingRuntimeKind) != trainer.ClusterTrainingRuntimeKind {
+			return nil, badInput("%s document %d (TrainJob %s) references %s %s, not a ClusterTrainingRuntime tcpxogen ships (%s): this lint checks TrainJobs of the shipped runtimes",
+				name, r.Document, excerpt.Quote(job.Name), excerpt.Quote(ptr.Deref(ref.Kind, trainer.ClusterTrainingRuntimeKind)), excerpt.Quote(ref.Name), strings.Join(j.names(), ", "))
 		}
 		docs = append(docs, trainJobDoc{report: r, job: &job})
 	}
@@ -273,7 +298,8 @@ func trainJobDocs(name string, reports []schema.Report, lines docLines) ([]train
 // (nothing when it passes).
 func lintDoc(ctx context.Context, w io.Writer, j *judge, d trainJobDoc, lines docLines, o Options) ([]string, error) {
 	p := printer{w: w, prefix: d.label()}
-	rt := j.runtime
+	sr := j.runtimes[d.job.Spec.RuntimeRef.Name]
+	rt := sr.runtime
 	var reasons []string
 	for _, f := range d.report.Findings[:min(len(d.report.Findings), maxFindingsShown)] {
 		p.line("FAIL", "schema: %s%s (the API server would drop or reject this; on a cluster it vanishes silently)", lines.at(d.report.Document, f.Path), f)
@@ -284,9 +310,9 @@ func lintDoc(ctx context.Context, w io.Writer, j *judge, d trainJobDoc, lines do
 	if n := len(d.report.Findings); n > 0 {
 		reasons = append(reasons, fmt.Sprintf("has %d schema finding(s)", n))
 	}
-	v, err := realize.Lint(ctx, rt, d.job, j.rules)
+	v, err := realize.LintWith(ctx, rt, d.job, sr.fabric.Rules(), sr.rules)
 	if err != nil {
-		return nil, fmt.Errorf("realize against %s: %w", names.Runtime, err)
+		return nil, fmt.Errorf("realize against %s: %w", rt.Name, err)
 	}
 	fatal, shown, hidden := 0, 0, 0
 	for _, c := range v.Changes {
@@ -314,7 +340,7 @@ func lintDoc(ctx context.Context, w io.Writer, j *judge, d trainJobDoc, lines do
 		}
 	}
 	if fatal > 0 {
-		reasons = append(reasons, fmt.Sprintf("would lose the GPUDirect-TCPXO fabric (%d change(s)): NCCL would fall back to TCP or fail", fatal))
+		reasons = append(reasons, fmt.Sprintf("would lose the %s fabric (%d change(s)): NCCL would fall back to TCP or fail", sr.fabric.Title, fatal))
 	}
 
 	more := ""

@@ -47,7 +47,12 @@ const CapabilityRule = "capability rule"
 // other wiring element lost or changed loses the fabric, and additions of
 // other elements keep it.
 func Judge(from, to wiring.Wiring, rules []guestconfig.Rule) []Judged {
-	all := fabric.Check(from.NodeEnv, rules, to.NodeEnv)
+	return JudgeWith(fabric.TCPXORules, from, to, rules)
+}
+
+// JudgeWith is Judge with the rule set of the runtime's fabric.
+func JudgeWith(rs *fabric.RuleSet, from, to wiring.Wiring, rules []guestconfig.Rule) []Judged {
+	all := rs.Check(from.NodeEnv, rules, to.NodeEnv)
 	// Check gives one finding per variable, so a path names one finding.
 	findings := make(map[string]fabric.Finding, len(all))
 	for _, f := range all {
@@ -156,6 +161,11 @@ type Verdict struct {
 // changes, judged with rules (the guest config rules of the runtime's
 // profile), and the launch verdict on the linked trainer version.
 func Lint(ctx context.Context, runtime client.Object, job *trainer.TrainJob, rules []guestconfig.Rule) (*Verdict, error) {
+	return LintWith(ctx, runtime, job, fabric.TCPXORules, rules)
+}
+
+// LintWith is Lint with the rule set of the runtime's fabric.
+func LintWith(ctx context.Context, runtime client.Object, job *trainer.TrainJob, rs *fabric.RuleSet, rules []guestconfig.Rule) (*Verdict, error) {
 	res, err := Realize(ctx, runtime, job)
 	if err != nil {
 		return nil, err
@@ -174,7 +184,7 @@ func Lint(ctx context.Context, runtime client.Object, job *trainer.TrainJob, rul
 	}
 	return &Verdict{
 		TrainerVersion: res.TrainerVersion,
-		Changes:        Judge(wiring.Of(rtPod, constants.Node), wiring.Of(jsPod, constants.Node), rules),
+		Changes:        JudgeWith(rs, wiring.Of(rtPod, constants.Node), wiring.Of(jsPod, constants.Node), rules),
 		Launch:         launch,
 	}, nil
 }
