@@ -39,7 +39,7 @@ func checkoutParts(t testing.TB, src string) []string {
 	t.Helper()
 	rels := []string{"go.mod", bom.RepoPath, bom.ReleasesRepoPath, bom.OverridesRepoPath, generated.FactsFile,
 		runtimes.GoldenRuntime, runtimes.GoldenComponents, benchmark.GoldenPath, docgen.CompatDoc, emit.FixtureGolden,
-		admission.GoldenPath, admission.GoldenEnforcePath, generated.GIBFactsFile, runtimes.GoldenRDMAComponents}
+		admission.GoldenPath, admission.GoldenEnforcePath, admission.GoldenGIBPath, admission.GoldenGIBEnforcePath, generated.GIBFactsFile, runtimes.GoldenRDMAComponents}
 	for _, mt := range fabric.GIB.MachineTypeNames() {
 		rels = append(rels, runtimes.GoldenRDMARuntime(mt))
 	}

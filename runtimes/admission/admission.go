@@ -43,13 +43,37 @@ const (
 type Options struct {
 	// Enforce binds the contract with Deny; the advisory stays Warn, Audit.
 	Enforce bool
-	// Runtimes carry the TCPXO wiring: their TrainJobs are judged by the
+	// Fabric is the fabric whose wiring the runtimes carry and whose rule
+	// set judges them; the zero Fabric is TCPXO. Each fabric's policies
+	// have their own names (<fabric>-fabric-contract, -advisory), so both
+	// fabrics' sets apply side by side.
+	Fabric fabric.Fabric
+	// Runtimes carry the fabric's wiring: their TrainJobs are judged by the
 	// contract and the advisory's env rules, and are exempt from the
-	// capability advisory. Default: torch-distributed-tcpxo.
+	// capability advisory. Default: the fabric's shipped runtimes.
 	Runtimes []string
 	// Exempt are other runtimes whose multi-node TrainJobs get no
-	// capability advisory (a CPU runtime, one on another fabric).
+	// capability advisory (a CPU runtime, one on another fabric). TCPXO's
+	// advisory always exempts the runtimes of the other shipped fabrics.
 	Exempt []string
+}
+
+// ShippedRuntimes are the runtimes fabric f ships.
+func ShippedRuntimes(f fabric.Fabric) []string {
+	if f.Name == fabric.GIB.Name {
+		var out []string
+		for _, mt := range f.MachineTypeNames() {
+			out = append(out, f.RuntimeFor(mt))
+		}
+		return out
+	}
+	return []string{f.Runtime}
+}
+
+// policyNames are fabric f's policy names; TCPXO's are ContractPolicy and
+// AdvisoryPolicy.
+func policyNames(f fabric.Fabric) (contract, advisory string) {
+	return f.Name + "-fabric-contract", f.Name + "-fabric-advisory"
 }
 
 // AdvisoryMessage is what a multi-node TrainJob of a runtime without the
@@ -75,8 +99,21 @@ func (s *Set) Objects() []any {
 // built from f): the env rules from the fabric rule set with the guest
 // config rules of rt's profile, the launch rules from rt's node container.
 func Generate(rt *trainer.ClusterTrainingRuntime, f facts.Facts, opts Options) (*Set, error) {
+	if opts.Fabric.Name == "" {
+		opts.Fabric = fabric.TCPXO
+	}
 	if len(opts.Runtimes) == 0 {
-		opts.Runtimes = []string{names.Runtime}
+		opts.Runtimes = ShippedRuntimes(opts.Fabric)
+	}
+	tcpxo := opts.Fabric.Name == fabric.TCPXO.Name
+	if tcpxo {
+		// The other fabrics' runtimes carry their own wiring: their
+		// multi-node TrainJobs are not ones "without a fabric".
+		for _, other := range fabric.Fabrics() {
+			if other.Name != opts.Fabric.Name {
+				opts.Exempt = append(opts.Exempt, slices.DeleteFunc(ShippedRuntimes(other), func(n string) bool { return slices.Contains(opts.Exempt, n) })...)
+			}
+		}
 	}
 	for _, n := range slices.Concat(opts.Runtimes, opts.Exempt) {
 		if problems := validation.IsDNS1123Subdomain(n); len(problems) > 0 {
@@ -106,15 +143,17 @@ func Generate(rt *trainer.ClusterTrainingRuntime, f facts.Facts, opts Options) (
 		}
 	}
 	g := gen{
+		fab: opts.Fabric, daemon: tcpxo,
 		runtimes: opts.Runtimes, exempt: opts.Exempt, gpus: gpus.String(),
-		entries: fabric.EntryRules(nc.Env, runtimes.RulesFor(f, nc.Env)),
+		entries: opts.Fabric.Rules().EntryRules(nc.Env, runtimes.RulesFor(f, nc.Env)),
 		caps:    fabric.CapabilityRuleFor(names.DaemonContainer, daemonCaps),
 	}
-	contract := g.policy(ContractPolicy, admissionv1.Fail, g.contract())
+	contractName, advisoryName := policyNames(opts.Fabric)
+	contract := g.policy(contractName, admissionv1.Fail, g.contract())
 	// Only TrainJobs of the runtimes with the wiring are the contract's
 	// (matchConditions cannot read the policy's variables).
-	contract.Spec.MatchConditions = []admissionv1.MatchCondition{{Name: "runtime-carries-tcpxo", Expression: g.tcpxoExpr()}}
-	advisory := g.policy(AdvisoryPolicy, admissionv1.Ignore, g.advisory())
+	contract.Spec.MatchConditions = []admissionv1.MatchCondition{{Name: "runtime-carries-" + opts.Fabric.Name, Expression: g.tcpxoExpr()}}
+	advisory := g.policy(advisoryName, admissionv1.Ignore, g.advisory())
 	actions := []admissionv1.ValidationAction{admissionv1.Warn, admissionv1.Audit}
 	if opts.Enforce {
 		actions = []admissionv1.ValidationAction{admissionv1.Deny}
@@ -122,13 +161,17 @@ func Generate(rt *trainer.ClusterTrainingRuntime, f facts.Facts, opts Options) (
 	return &Set{
 		Policies: []*admissionv1.ValidatingAdmissionPolicy{contract, advisory},
 		Bindings: []*admissionv1.ValidatingAdmissionPolicyBinding{
-			binding(ContractPolicy, actions),
-			binding(AdvisoryPolicy, []admissionv1.ValidationAction{admissionv1.Warn, admissionv1.Audit}),
+			binding(contractName, actions),
+			binding(advisoryName, []admissionv1.ValidationAction{admissionv1.Warn, admissionv1.Audit}),
 		},
 	}, nil
 }
 
 type gen struct {
+	fab fabric.Fabric
+	// daemon says whether the fabric's pods run the tcpxo-daemon sidecar,
+	// whose capabilities and patches the contract judges.
+	daemon           bool
 	runtimes, exempt []string
 	gpus             string
 	entries          []fabric.EntryRule
@@ -155,7 +198,7 @@ func (g gen) policy(name string, failure admissionv1.FailurePolicyType, vs []adm
 				}}},
 			},
 			Variables: []admissionv1.Variable{
-				{Name: "tcpxo", Expression: g.tcpxoExpr()},
+				{Name: g.fab.Name, Expression: g.tcpxoExpr()},
 				{Name: "trainerEnv", Expression: "object.spec.?trainer.?env.orValue([])"},
 			},
 			Validations: vs,
@@ -187,7 +230,7 @@ func (g gen) contract() []admissionv1.Validation {
 	}
 	noTrainer := "spec.trainer is missing: the trainer injects torchrun's rendezvous variables (" + strings.Join(launch.RendezvousEnv, ", ") +
 		") only when it is set (" + launch.UpstreamNoTrainer + "), so every node would train alone; fix: add `spec.trainer: {}` (an empty trainer is enough; the runtime supplies the rest)"
-	resWhy := fmt.Sprintf(": TCPXO pairs one GPU NIC with each of the node's %[1]s GPUs. On trainer v2.2.0 resourcesPerNode replaces the node container's resources (%[2]s) and the GPUs are lost; "+
+	resWhy := fmt.Sprintf(": "+g.pairing()+" of the node's %[1]s GPUs. On trainer v2.2.0 resourcesPerNode replaces the node container's resources (%[2]s) and the GPUs are lost; "+
 		"on v2.3.0 torchrun's process count comes only from it (%[3]s); fix: restate %[4]s: \"%[1]s\" in its limits and requests, or drop spec.trainer.resourcesPerNode",
 		g.gpus, launch.UpstreamReplace, launch.UpstreamRawOverride, runtimes.GPUResource)
 	daemon := lit(names.DaemonContainer)
@@ -212,15 +255,26 @@ func (g gen) contract() []admissionv1.Validation {
 			Expression: fmt.Sprintf("!has(%[1]s) || !has(%[1]s.numProcPerNode) || string(%[1]s.numProcPerNode) in ['auto', %[2]s]", tr, lit(g.gpus)),
 			Message:    "spec.trainer.numProcPerNode is not one process per GPU (" + g.gpus + ")",
 			MessageExpression: fmt.Sprintf("'spec.trainer.numProcPerNode is ' + string(%[1]s.numProcPerNode) + %[2]s", tr,
-				lit(": torchrun would start that many processes on the node's "+g.gpus+" GPUs, and TCPXO pairs one GPU NIC with each GPU; fix: set spec.trainer.numProcPerNode to "+g.gpus+", or remove it (auto starts one process per GPU)")),
+				lit(": torchrun would start that many processes on the node's "+g.gpus+" GPUs, and "+g.pairing()+" GPU; fix: set spec.trainer.numProcPerNode to "+g.gpus+", or remove it (auto starts one process per GPU)")),
 			Reason: ptr.To(metav1.StatusReasonInvalid),
 		},
 	}
-	// Before the patch rule: the API server denies with the first failed
-	// validation's message, and this one names the cause.
-	vs = append(vs, g.capValidations(fabric.Fatal)...)
-	vs = append(vs, admissionv1.Validation{Expression: "!" + touches, Message: patchedDaemonMessage, Reason: ptr.To(metav1.StatusReasonInvalid)})
+	if g.daemon {
+		// Before the patch rule: the API server denies with the first failed
+		// validation's message, and this one names the cause.
+		vs = append(vs, g.capValidations(fabric.Fatal)...)
+		vs = append(vs, admissionv1.Validation{Expression: "!" + touches, Message: patchedDaemonMessage, Reason: ptr.To(metav1.StatusReasonInvalid)})
+	}
 	return append(vs, g.envValidations(fabric.Fatal)...)
+}
+
+// pairing says why the GPU count matters on the fabric, ending before
+// "GPU" or "of the node's N GPUs".
+func (g gen) pairing() string {
+	if g.daemon {
+		return "TCPXO pairs one GPU NIC with each"
+	}
+	return "gIB pairs one RDMA NIC with each"
 }
 
 // patchedDaemonMessage is the contract's word on any runtime patch of the
@@ -232,9 +286,18 @@ const patchedDaemonMessage = "spec.runtimePatches patches the " + names.DaemonCo
 // advisory is every warning the rule set gives an env entry, and the
 // capability advisory.
 func (g gen) advisory() []admissionv1.Validation {
-	vs := append(g.capValidations(fabric.Warning), g.envValidations(fabric.Warning)...)
+	var vs []admissionv1.Validation
+	if g.daemon {
+		vs = g.capValidations(fabric.Warning)
+	}
+	vs = append(vs, g.envValidations(fabric.Warning)...)
 	for i := range vs {
-		vs[i].Expression = "!variables.tcpxo || " + vs[i].Expression
+		vs[i].Expression = "!variables." + g.fab.Name + " || " + vs[i].Expression
+	}
+	if !g.daemon {
+		// The advisory about runtimes without any fabric's wiring is
+		// TCPXO's, which exempts the other fabrics' runtimes.
+		return vs
 	}
 	nodes := "object.spec.?trainer.?numNodes.orValue(1)"
 	return append(vs, admissionv1.Validation{
@@ -420,9 +483,56 @@ const (
 	GoldenEnforcePath = "runtimes/admission-policy-enforce.yaml"
 )
 
-// Goldens renders both forms for the shipped runtime as the goldens carry
-// it, keyed by GoldenPath and GoldenEnforcePath.
+// The gIB policies' goldens, beside TCPXO's: each fabric's set has its own
+// names, so both apply side by side.
+const (
+	GoldenGIBPath        = "runtimes/admission-policy-gib.yaml"
+	GoldenGIBEnforcePath = "runtimes/admission-policy-gib-enforce.yaml"
+)
+
+// Goldens renders both forms of every fabric's policies for the shipped
+// runtimes as the goldens carry them, keyed by golden path.
 func Goldens(in *runtimes.Inputs) (map[string][]byte, error) {
+	out, err := tcpxoGoldens(in)
+	if err != nil {
+		return nil, err
+	}
+	// gIB's env differs per machine type only in the tuner config, a fabric
+	// variable whose every change the rule set judges alike; the policy is
+	// rendered from the first machine type's runtime and judges TrainJobs
+	// of every gIB runtime.
+	mt := fabric.GIB.MachineTypes[0].Name
+	rt, err := runtimes.RDMARuntime(in, runtimes.RDMAOptions{Interfaces: runtimes.ExampleRDMAInterfaces(), MachineType: mt})
+	if err != nil {
+		return nil, err
+	}
+	for path, enforce := range map[string]bool{GoldenGIBPath: false, GoldenGIBEnforcePath: true} {
+		set, err := Generate(rt, in.GIB, Options{Enforce: enforce, Fabric: fabric.GIB})
+		if err != nil {
+			return nil, err
+		}
+		form, cmd := formOf(enforce)
+		header := []string{
+			"Code generated by tcpxogen render goldens. DO NOT EDIT.",
+			fmt.Sprintf("Admission policies for TrainJobs of %s, NCCL/gIB installer %s, %s.", strings.Join(ShippedRuntimes(fabric.GIB), " and "), in.GIB.PluginVersion, form),
+			"Render them for your cluster with: " + cmd + " --fabric gib [--runtime NAME]...",
+		}
+		if out[path], err = runtimes.Encode(runtimes.FormatYAML, header, set.Objects()...); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// formOf names a policy set's form and the command that renders it.
+func formOf(enforce bool) (form, cmd string) {
+	if enforce {
+		return "enforcing: the contract bound with [Deny], the advisory with [Warn, Audit]", "tcpxogen render policy --enforce"
+	}
+	return "advisory by default: the contract and the advisory bound with [Warn, Audit]", "tcpxogen render policy"
+}
+
+func tcpxoGoldens(in *runtimes.Inputs) (map[string][]byte, error) {
 	rt, err := runtimes.TorchRuntime(in, runtimes.Options{Interfaces: runtimes.ExampleInterfaces()})
 	if err != nil {
 		return nil, err
@@ -433,11 +543,7 @@ func Goldens(in *runtimes.Inputs) (map[string][]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		form := "advisory by default: the contract and the advisory bound with [Warn, Audit]"
-		cmd := "tcpxogen render policy"
-		if enforce {
-			form, cmd = "enforcing: the contract bound with [Deny], the advisory with [Warn, Audit]", cmd+" --enforce"
-		}
+		form, cmd := formOf(enforce)
 		header := []string{
 			"Code generated by tcpxogen render goldens. DO NOT EDIT.",
 			fmt.Sprintf("Admission policies for TrainJobs of %s, NCCL plugin installer %s (tcpxo-daemon %s), %s.", names.Runtime, in.Facts.PluginVersion, in.Facts.DaemonVersion, form),

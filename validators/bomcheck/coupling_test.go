@@ -42,7 +42,7 @@ func realRoot(t *testing.T) string {
 func copyRepo(t *testing.T) string {
 	t.Helper()
 	src, dst := realRoot(t), t.TempDir()
-	rels := []string{"go.mod", bom.RepoPath, bom.ReleasesRepoPath, bom.OverridesRepoPath, generated.FactsFile, runtimes.GoldenRuntime, runtimes.GoldenComponents, benchmark.GoldenPath, docgen.CompatDoc, emit.FixtureGolden, admission.GoldenPath, admission.GoldenEnforcePath, generated.GIBFactsFile}
+	rels := []string{"go.mod", bom.RepoPath, bom.ReleasesRepoPath, bom.OverridesRepoPath, generated.FactsFile, runtimes.GoldenRuntime, runtimes.GoldenComponents, benchmark.GoldenPath, docgen.CompatDoc, emit.FixtureGolden, admission.GoldenPath, admission.GoldenEnforcePath, admission.GoldenGIBPath, admission.GoldenGIBEnforcePath, generated.GIBFactsFile}
 	rels = append(rels, gibManifests()...)
 	rels = append(rels, DocFiles...)
 	compat, _ := filepath.Glob(filepath.Join(src, "validators/realize/testdata/compat-*.json"))

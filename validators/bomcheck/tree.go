@@ -62,6 +62,10 @@ type Tree struct {
 	Generated    *facts.Facts
 	GeneratedErr error
 
+	// GIB are the committed gIB facts (generated/gib).
+	GIB    *facts.Facts
+	GIBErr error
+
 	Manifests    []Manifest
 	ManifestErrs map[string]error
 
@@ -79,6 +83,10 @@ func Load(root string, opts Options) *Tree {
 	t.GeneratedRaw, t.GeneratedErr = readSource(at(generated.FactsFile))
 	if t.GeneratedErr == nil {
 		t.Generated, t.GeneratedErr = emit.Parse(generated.FactsFile, t.GeneratedRaw)
+	}
+	var gibRaw []byte
+	if gibRaw, t.GIBErr = readSource(at(generated.GIBFactsFile)); t.GIBErr == nil {
+		t.GIB, t.GIBErr = emit.ParseLiteral(generated.GIBFactsFile, gibRaw)
 	}
 	for _, rel := range ManifestFiles {
 		m, err := loadManifest(at(rel), rel)

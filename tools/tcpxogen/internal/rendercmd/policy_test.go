@@ -13,8 +13,10 @@ import (
 // bad runtime name as bad input.
 func TestRenderPolicy(t *testing.T) {
 	for golden, args := range map[string][]string{
-		admission.GoldenPath:        {"policy"},
-		admission.GoldenEnforcePath: {"policy", "--enforce"},
+		admission.GoldenPath:           {"policy"},
+		admission.GoldenEnforcePath:    {"policy", "--enforce"},
+		admission.GoldenGIBPath:        {"policy", "--fabric", "gib"},
+		admission.GoldenGIBEnforcePath: {"policy", "--fabric", "gib", "--enforce"},
 	} {
 		code, out, errOut := render(t, args...)
 		if code != 0 {
@@ -33,7 +35,9 @@ func TestRenderPolicy(t *testing.T) {
 		t.Errorf("bad --runtime: exit %d: %s", code, errOut)
 	}
 	code, out, _ := render(t, "policy", "--exempt", "cpu-only", "--runtime", "my-tcpxo")
-	if code != 0 || !strings.Contains(out, `["my-tcpxo"]`) || !strings.Contains(out, `["cpu-only"]`) {
+	// TCPXO's advisory exempts the other fabrics' runtimes besides the
+	// named ones: they carry their own wiring.
+	if code != 0 || !strings.Contains(out, `["my-tcpxo"]`) || !strings.Contains(out, `["cpu-only", "torch-distributed-rdma-a3-ultragpu-8g",`) {
 		t.Errorf("--runtime/--exempt not in the policy (exit %d)", code)
 	}
 }
