@@ -116,7 +116,7 @@ func Check(rows []Row, elems []Element) []Finding {
 }
 
 // Artefacts are the goldens the table covers.
-var Artefacts = []string{runtimes.GoldenRuntime, runtimes.GoldenComponents, runtimes.GoldenBenchmark}
+var Artefacts = append([]string{runtimes.GoldenRuntime, runtimes.GoldenComponents, runtimes.GoldenBenchmark}, gibArtefacts()...)
 
 // Render builds the covered artefacts in memory, as typed objects by golden
 // path, exactly as `go generate` renders them.
@@ -133,7 +133,11 @@ func Render(in *runtimes.Inputs) (map[string][]any, error) {
 	for _, ds := range runtimes.Components(in) {
 		comps = append(comps, ds)
 	}
-	return map[string][]any{runtimes.GoldenRuntime: {rt}, runtimes.GoldenComponents: comps, runtimes.GoldenBenchmark: {bench}}, nil
+	out := map[string][]any{runtimes.GoldenRuntime: {rt}, runtimes.GoldenComponents: comps, runtimes.GoldenBenchmark: {bench}}
+	if err := renderGIB(in, out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // ElementsOf walks rendered artefacts (typed objects by golden path).

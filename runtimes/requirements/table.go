@@ -120,7 +120,11 @@ func Table(in *runtimes.Inputs) ([]Row, error) {
 		rows = append(rows, launcher.row(Env, worker+".env[name="+e.name+"]", map[string]string{".value": e.value}, e.source+"; "+srcTrainerMPI, e.by+", copied to the launcher by "+byDerive))
 	}
 	rows = append(rows, components(in)...)
-	return rows, nil
+	gib, err := gibTable(in)
+	if err != nil {
+		return nil, err
+	}
+	return append(rows, gib...), nil
 }
 
 // wiredPod is what a pod must carry to reach the fabric without privileged

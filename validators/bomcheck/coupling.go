@@ -99,10 +99,13 @@ func Run(ctx context.Context, root string, opts Options) Report {
 		res.ID, res.Title = c.ID, c.Title
 		rep.Results = append(rep.Results, res)
 	}
-	if t.Generated != nil && t.Generated.Provenance.Substituted {
-		p := t.Generated.Provenance
-		rep.Substitute = fmt.Sprintf("%s (%s)", p.Read, p.Kind)
+	var subs []string
+	for _, f := range []*facts.Facts{t.Generated, t.GIB} {
+		if f != nil && f.Provenance.Substituted {
+			subs = append(subs, fmt.Sprintf("%s (%s)", f.Provenance.Read, f.Provenance.Kind))
+		}
 	}
+	rep.Substitute = strings.Join(subs, " and ")
 	return rep
 }
 

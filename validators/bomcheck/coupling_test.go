@@ -432,12 +432,30 @@ func TestUnreadableInputsFailEveryDependentCheck(t *testing.T) {
 	}
 }
 
+// A gIB golden whose env lost a variable the installer's script exports,
+// or whose payload mount moved, fails bom-check by the element and its
+// published source, beside the byte-for-byte reproduction.
+func TestGIBGoldenDefects(t *testing.T) {
+	root := copyRepo(t)
+	rel := runtimes.GoldenRDMARuntime("a4-highgpu-8g")
+	orig := read(t, root, rel)
+	edit(t, root, rel, "                  - name: NCCL_NET\n                    value: gIB\n", "")
+	assertFails(t, check(t, root), "goldens-meet-requirements", "NCCL_NET", "set_nccl_env.sh", rel)
+	write(t, root, rel, orig)
+	edit(t, root, rel, "path: /home/kubernetes/bin/gib", "path: /opt/gib")
+	assertFails(t, check(t, root), "goldens-meet-requirements", "volumes[name=gib]", "nccl-rdma-installer.yaml")
+	write(t, root, rel, orig)
+	edit(t, root, generated.GIBFactsFile, `Value: "gIB"`, `Value: "IB"`)
+	assertFails(t, check(t, root), "shipped-env-keeps-the-fabric", "NCCL_NET")
+}
+
 func TestReleaseGate(t *testing.T) {
 	root := realRoot(t)
 	resolved := 0
 	ok := func(context.Context, string) error { resolved++; return nil }
 	rep := RunRelease(context.Background(), root, ReleaseOptions{Options: Options{Reproduce: pipeline.Reproduce}, Resolve: ok})
-	assertFails(t, rep, "no-substitute-provenance", "substitute", "SOURCE=registry")
+	// Both fabrics' data are named: gIB's reconstruction is only belief.
+	assertFails(t, rep, "no-substitute-provenance", "substitute", "SOURCE=registry", generated.FactsFile, generated.GIBFactsFile+" was read from testdata/gib-installer/")
 	if r := result(rep, "digests-resolve"); r.Status != Pass || resolved != len(Load(root, Options{}).BOM.ImageRoles()) {
 		t.Fatalf("digests-resolve %+v after %d resolutions", r, resolved)
 	}

@@ -92,6 +92,32 @@ func checkKeepsFabric(_ context.Context, t *Tree) Result {
 			}
 		}
 	}
+	gibProfiles := 0
+	if t.GIB != nil {
+		// The gIB runtimes ship each machine type's env with
+		// LD_LIBRARY_PATH in front, held to gIB's rule set and checker.
+		gin := &runtimes.Inputs{GIB: *t.GIB}
+		for _, mt := range t.GIB.ProfileNames() {
+			shipped, err := gin.RDMAEnv(mt)
+			if err != nil {
+				return fail(append(files, generated.GIBFactsFile), regenerate, "%v", err)
+			}
+			vars, _ := t.GIB.Profile(mt)
+			prof := make([]corev1.EnvVar, 0, len(vars))
+			for _, v := range vars {
+				prof = append(prof, corev1.EnvVar{Name: v.Name, Value: v.Value})
+			}
+			for _, f := range fabric.GIBRules.Check(prof, t.GIB.GuestRules(mt), shipped) {
+				switch f.Severity {
+				case fabric.Fatal:
+					fatal = append(fatal, fmt.Sprintf("gIB %s: %s", mt, f))
+				case fabric.Warning:
+					warnings = append(warnings, fmt.Sprintf("gIB %s: %s", mt, f.Path))
+				}
+			}
+			gibProfiles++
+		}
+	}
 	capBad, capCount, err := checkShippedCapabilities(t)
 	if err != nil {
 		return fail(append(files, runtimes.GoldenRuntime), regenerate, "%v", err)
@@ -109,6 +135,9 @@ func checkKeepsFabric(_ context.Context, t *Tree) Result {
 	}
 	msg := fmt.Sprintf("%d profiles keep %d enforced guest-config rules and every fabric setting; %d shipped capabilities carry no %s prefix",
 		len(facts.Profiles), enforced, capCount, fabric.CapPrefix)
+	if gibProfiles > 0 {
+		msg += fmt.Sprintf("; the gIB env of %d machine types keeps gIB's rule set", gibProfiles)
+	}
 	if len(warnings) > 0 {
 		msg += fmt.Sprintf("; %d warning(s): %s", len(warnings), strings.Join(warnings, ", "))
 	}

@@ -19,11 +19,11 @@ var requirementsCheck = Check{"goldens-meet-requirements", "the committed runtim
 const maxFindings = 8
 
 func checkRequirements(_ context.Context, t *Tree) Result {
-	files := append([]string{generated.FactsFile, "runtimes/requirements/table.go"}, requirements.Artefacts...)
-	if r := need(files, t.BOMErr, t.GeneratedErr, t.ReleasesErr, t.OverridesErr); r != nil {
+	files := append([]string{generated.FactsFile, generated.GIBFactsFile, "runtimes/requirements/table.go"}, requirements.Artefacts...)
+	if r := need(files, t.BOMErr, t.GeneratedErr, t.GIBErr, t.ReleasesErr, t.OverridesErr); r != nil {
 		return *r
 	}
-	rows, err := requirements.Table(&runtimes.Inputs{Facts: *t.Generated, BOM: t.BOM, Releases: t.Releases, Overrides: t.Overrides})
+	rows, err := requirements.Table(&runtimes.Inputs{Facts: *t.Generated, GIB: *t.GIB, BOM: t.BOM, Releases: t.Releases, Overrides: t.Overrides})
 	if err != nil {
 		return fail(files, regenerate, "requirements table: %v", err)
 	}
