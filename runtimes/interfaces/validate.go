@@ -237,7 +237,7 @@ func validate(entries []entry, f form, listLine int) (Mapping, []*Error) {
 		e := entries[u[0]]
 		if first, taken := owner[e.network]; taken {
 			add(e.netLine, gpuNICs[idx], "is mapped to "+quoted(e.network)+", which "+gpuNICs[first]+" already uses",
-				"each GPU NIC is on its own VPC and needs its own Device-type GKE Network; map "+gpuNICs[idx]+" to the Network of its own VPC")
+				SharedNetworkRule+"; map "+gpuNICs[idx]+" to the Network of its own VPC")
 			continue
 		}
 		owner[e.network] = idx
