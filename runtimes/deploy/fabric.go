@@ -188,3 +188,14 @@ func Goldens(in *runtimes.Inputs) (map[string][]byte, error) {
 	}
 	return out, nil
 }
+
+// GoldenDirs are the repo-relative directories Goldens writes into, one
+// chart and one base per fabric: what a copy of the checkout needs to hold
+// the committed charts and bases.
+func GoldenDirs() []string {
+	var dirs []string
+	for _, name := range Names() {
+		dirs = append(dirs, fabrics[name].ChartDir(), fabrics[name].KustomizeDir())
+	}
+	return dirs
+}
