@@ -7,8 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/runtimes/deploy"
 	"github.com/tcpxogen/tcpxogen/tools/internal/cli"
 )
@@ -131,5 +133,62 @@ func TestRenderChartAndKustomizeRefuse(t *testing.T) {
 				t.Errorf("something was written")
 			}
 		})
+	}
+}
+
+// TestRenderChartIsTheCommittedChart: render chart writes the committed
+// chart (deploy/helm/tcpxo, a golden of go generate) but for the version
+// Chart.yaml is stamped with.
+func TestRenderChartIsTheCommittedChart(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := bom.FindRoot(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := deploy.Lookup("tcpxo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed := filepath.Join(root, filepath.FromSlash(f.ChartDir()))
+	dir := filepath.Join(t.TempDir(), "chart")
+	if code, _, stderr := render(t, "chart", "--fabric", "tcpxo", "--root", root, dir); code != cli.ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	files := listed(t, dir)
+	if want := listed(t, committed); !slices.Equal(files, want) {
+		t.Fatalf("render chart wrote %v, the committed chart has %v", files, want)
+	}
+	for _, rel := range files {
+		got, err := os.ReadFile(filepath.Join(dir, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := os.ReadFile(filepath.Join(committed, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rel == deploy.ChartFile {
+			// The same metadata but for the version.
+			var g, w map[string]any
+			if err := yaml.Unmarshal(got, &g); err != nil {
+				t.Fatal(err)
+			}
+			if err := yaml.Unmarshal(want, &w); err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range []string{"version", "appVersion"} {
+				g[k], w[k] = nil, nil
+			}
+			if d := cmp.Diff(w, g); d != "" {
+				t.Errorf("Chart.yaml differs from the committed one beyond its version (-committed +rendered):\n%s", d)
+			}
+			continue
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s differs from the committed %s", rel, filepath.Join(f.ChartDir(), rel))
+		}
 	}
 }
