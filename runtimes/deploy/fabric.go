@@ -85,6 +85,16 @@ type Fabric struct {
 	// given.
 	DefaultNodeSelector map[string]string
 
+	// Pins says what a chart or base of the fabric is pinned to, for its
+	// headers ("NCCL plugin installer v1.0.15 (tcpxo-daemon v1.0.21)"), and
+	// PinAnnotations the same as Chart.yaml annotations.
+	Pins           func(in *runtimes.Inputs) string
+	PinAnnotations func(in *runtimes.Inputs) map[string]string
+	// GoldenVersion is the version the committed chart is stamped with in
+	// place of the tool's, so that `go generate` writes the same bytes in
+	// every checkout: the pinned installer's.
+	GoldenVersion func(in *runtimes.Inputs) string
+
 	// Example is the mapping the committed goldens are rendered with.
 	Example func() []interfaces.Binding
 	// DefaultWorkerImage is the worker image when none is given, pinned.
@@ -132,6 +142,13 @@ var tcpxo = Fabric{
 	Example:              func() []interfaces.Binding { return runtimes.ExampleInterfaces().Bindings() },
 	DefaultWorkerImage:   func(in *runtimes.Inputs) string { return in.BOM.Images.Worker.Reference },
 	Render:               renderTCPXO,
+	Pins: func(in *runtimes.Inputs) string {
+		return fmt.Sprintf("NCCL plugin installer %s (tcpxo-daemon %s)", in.Facts.PluginVersion, in.Facts.DaemonVersion)
+	},
+	PinAnnotations: func(in *runtimes.Inputs) map[string]string {
+		return map[string]string{"tcpxogen.dev/installer": in.Facts.PluginVersion, "tcpxogen.dev/daemon": in.Facts.DaemonVersion}
+	},
+	GoldenVersion: func(in *runtimes.Inputs) string { return in.Facts.PluginVersion },
 }
 
 func renderTCPXO(in *runtimes.Inputs, c Cluster) (Objects, error) {
@@ -171,7 +188,7 @@ func Goldens(in *runtimes.Inputs) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	for _, name := range Names() {
 		f := fabrics[name]
-		chart, err := Chart(in, f, in.Facts.PluginVersion)
+		chart, err := Chart(in, f, f.GoldenVersion(in))
 		if err != nil {
 			return nil, fmt.Errorf("the %s chart: %w", name, err)
 		}

@@ -31,7 +31,7 @@ func field[T any](m map[string]any, key string) (T, error) {
 	v, ok := m[key].(T)
 	if !ok {
 		var zero T
-		return zero, fmt.Errorf("field %s is %T, not %T", key, m[key], zero)
+		return zero, fmt.Errorf("field %s is missing or of another kind than the builders write", key)
 	}
 	return v, nil
 }
