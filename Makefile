@@ -22,7 +22,7 @@ BIN     := bin/tcpxogen
 V23_MODFILE := validators/realize/trainer-v2.3.0.mod
 BIN_V23     := bin/tcpxogen-trainer-v2.3.0
 
-.PHONY: all deps build generate extract test test-short e2e e2e-v2.3.0 bench demo bom-check release-check sbom $(BIN) $(BIN_V23)
+.PHONY: all deps build generate extract test test-short e2e e2e-v2.3.0 e2e-helm bench demo bom-check release-check sbom $(BIN) $(BIN_V23)
 
 all: generate test
 
@@ -100,11 +100,19 @@ e2e:
 # the build tag the harness's version-split files (e2e/harness/trainer_*.go);
 # they go together. The validate scenarios run the shipped CLI (it links the
 # BOM's trainer) against it. A second cold compile of Kubernetes, see
-# e2e/README.md for its cost.
+# e2e/README.md for its cost. It also runs the Helm chart's scenarios
+# (e2e/helm: helm template = render, lint, schema, install/uninstall), which
+# only this modfile builds; they are named one by one because e2e/go.mod's
+# `ignore ./helm` keeps them out of every ./... pattern whatever the modfile.
 E2E_V23 := -tags trainer_v2_3_0 -modfile=trainer-v2.3.0.mod
 e2e-v2.3.0:
-	cd e2e && $(GO) vet $(E2E_V23) ./...
-	cd e2e && $(GO) test -count=1 $(E2E_V23) ./...
+	cd e2e && $(GO) vet $(E2E_V23) ./... ./helm ./helm/notrainer
+	cd e2e && $(GO) test -count=1 $(E2E_V23) ./... ./helm ./helm/notrainer
+
+# e2e-helm: only the Helm chart's scenarios (part of e2e-v2.3.0).
+e2e-helm:
+	cd e2e && $(GO) vet $(E2E_V23) ./helm ./helm/notrainer
+	cd e2e && $(GO) test -count=1 $(E2E_V23) ./helm ./helm/notrainer
 
 test-short:
 	$(GO) test -short $(PKGS)

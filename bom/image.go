@@ -54,6 +54,13 @@ func NewImage(reference, version string) (Image, error) {
 	return Image{}, c.err()
 }
 
+// PinnedPattern is the shape ParsePinned accepts, repo:tag@sha256:<64
+// hex>, as a regular expression in the syntax RE2 and ECMA-262 share, for
+// validators outside Go (the Helm chart's values.schema.json). It admits
+// no reference ParsePinned refuses for its shape (no tag, no or a short
+// digest, a second '@'); ParsePinned also checks the repository's grammar.
+const PinnedPattern = `^[^\s@]+:[^\s@:/]+@sha256:[0-9a-f]{64}$`
+
 // ParsePinned is the one definition of "pinned by digest" for an image a
 // user gives (a flag, a recipe, a manifest): repo:tag@sha256:<64 hex>, the
 // rule every shipped image meets. A digest-only reference is refused: only

@@ -2,6 +2,7 @@ package bom
 
 import (
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -111,6 +112,31 @@ func TestParsePinned(t *testing.T) {
 	} {
 		if _, err := ParsePinned(ref); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("ParsePinned(%q) = %v, want an error mentioning %q", ref, err, want)
+		}
+	}
+}
+
+// TestPinnedPatternAgreesWithParsePinned: the pattern the Helm chart's
+// schema checks the worker image with accepts what ParsePinned accepts and
+// refuses what it refuses for its shape.
+func TestPinnedPatternAgreesWithParsePinned(t *testing.T) {
+	re := regexp.MustCompile(PinnedPattern)
+	const dig = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	for _, ref := range []string{
+		"us-docker.pkg.dev/p/r/worker:v1@" + dig,
+		"registry:5000/team/worker:2.1-cuda12@" + dig,
+		"worker:latest@" + dig,
+		"us-docker.pkg.dev/p/r/worker@" + dig,                // no tag
+		"registry:5000/team/worker@" + dig,                   // a port, no tag
+		"us-docker.pkg.dev/p/r/worker:v1",                    // no digest
+		"us-docker.pkg.dev/p/r/worker:v1@sha256:0123",        // short digest
+		"us-docker.pkg.dev/p/r/worker:v1@" + dig + "@" + dig, // two digests
+		"us-docker.pkg.dev/p/r/worker:v1@" + strings.ToUpper(dig),
+		"",
+	} {
+		_, err := ParsePinned(ref)
+		if got, want := re.MatchString(ref), err == nil; got != want {
+			t.Errorf("%q: PinnedPattern matches %v, ParsePinned accepts %v (%v)", ref, got, want, err)
 		}
 	}
 }

@@ -12,19 +12,17 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/kubeflow/trainer/v2/pkg/constants"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
-	"sigs.k8s.io/yaml"
 
 	"github.com/tcpxogen/tcpxogen/e2e/harness"
+	"github.com/tcpxogen/tcpxogen/e2e/scenario"
 	"github.com/tcpxogen/tcpxogen/internal/markdown"
 	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/internal/wiring"
@@ -279,69 +277,16 @@ func runGuideTrainJob(t *testing.T, ctx context.Context, shippedRT *trainer.Clus
 	})
 }
 
-// expectedNodePods is how many pods the JobSet's node replicated job runs.
-func expectedNodePods(js *jobsetv1alpha2.JobSet) int {
-	n := 0
-	for _, rj := range js.Spec.ReplicatedJobs {
-		if rj.Name != constants.Node {
-			continue
-		}
-		par := int32(1)
-		if rj.Template.Spec.Parallelism != nil {
-			par = *rj.Template.Spec.Parallelism
-		}
-		n += int(rj.Replicas * par)
-	}
-	return n
-}
+// The scenario helpers the main suite calls by their old names.
+func expectedNodePods(js *jobsetv1alpha2.JobSet) int { return scenario.ExpectedNodePods(js) }
 
-// waitPods waits until the JobSet's node replicated job has want pods in
-// phase, and returns all the JobSet's pods.
 func waitPods(t *testing.T, ctx context.Context, ns, jobSet string, want int, phase corev1.PodPhase) []corev1.Pod {
 	t.Helper()
-	var pods corev1.PodList
-	waitFor(t, ctx, 60*time.Second, fmt.Sprintf("%d %s node pods of %s", want, phase, jobSet), func() (bool, error) {
-		if err := cp.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: jobSet}); err != nil {
-			return false, err
-		}
-		n := 0
-		for _, p := range pods.Items {
-			if p.Labels[podcheck.ReplicatedJobLabel] == constants.Node && p.Status.Phase == phase {
-				n++
-			}
-		}
-		return n >= want, nil
-	}, func() string { return describeNamespace(ctx, ns) })
-	return pods.Items
+	return scenario.WaitPods(t, ctx, cp.Client, ns, jobSet, want, phase)
 }
 
-// describeNamespace summarises the Jobs and pods of ns for a failure message.
 func describeNamespace(ctx context.Context, ns string) string {
-	var b strings.Builder
-	var jobs batchv1.JobList
-	if err := cp.Client.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
-		return err.Error()
-	}
-	for _, j := range jobs.Items {
-		fmt.Fprintf(&b, "\n  Job %s: active %d, succeeded %d, failed %d, conditions %+v", j.Name, j.Status.Active, j.Status.Succeeded, j.Status.Failed, j.Status.Conditions)
-	}
-	var pods corev1.PodList
-	if err := cp.Client.List(ctx, &pods, client.InNamespace(ns)); err != nil {
-		return err.Error()
-	}
-	for _, p := range pods.Items {
-		fmt.Fprintf(&b, "\n  Pod %s: node %q, phase %s", p.Name, p.Spec.NodeName, p.Status.Phase)
-	}
-	var events corev1.EventList
-	if err := cp.Client.List(ctx, &events, client.InNamespace(ns)); err != nil {
-		return err.Error()
-	}
-	for _, e := range events.Items {
-		if e.Type == corev1.EventTypeWarning {
-			fmt.Fprintf(&b, "\n  Event %s %s: %s", e.InvolvedObject.Kind, e.Reason, e.Message)
-		}
-	}
-	return b.String()
+	return scenario.DescribeNamespace(ctx, cp.Client, ns)
 }
 
 func lostFabric(js []realize.Judged) []string {
@@ -363,13 +308,7 @@ func joinChanges(cs []wiring.Change) string {
 	return strings.Join(s, "\n")
 }
 
-func decode(doc []byte) (*unstructured.Unstructured, error) {
-	obj := map[string]any{}
-	if err := yaml.UnmarshalStrict(doc, &obj); err != nil {
-		return nil, err
-	}
-	return &unstructured.Unstructured{Object: obj}, nil
-}
+func decode(doc []byte) (*unstructured.Unstructured, error) { return scenario.Decode(doc) }
 
 // namespace creates ns once (concurrent callers tolerate each other) and
 // returns its name.
@@ -383,20 +322,7 @@ func namespace(t *testing.T, ctx context.Context, ns string) string {
 }
 
 // waitFor polls cond every 100 ms until it holds, fails, or timeout.
-// A describe function, if given, adds the cluster's state to the failure.
 func waitFor(t *testing.T, ctx context.Context, timeout time.Duration, what string, cond func() (bool, error), describe ...func() string) {
 	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		ok, err := cond()
-		last = err
-		return ok, err
-	})
-	if err != nil {
-		state := ""
-		for _, d := range describe {
-			state += d()
-		}
-		t.Fatalf("waiting for %s: %v (last: %v)%s", what, err, last, state)
-	}
+	scenario.WaitFor(t, ctx, timeout, what, cond, describe...)
 }

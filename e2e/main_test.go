@@ -11,11 +11,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/tcpxogen/tcpxogen/e2e/harness"
+	"github.com/tcpxogen/tcpxogen/e2e/scenario"
 )
 
 // cp is the control plane every scenario shares.
@@ -47,22 +47,4 @@ func run(m *testing.M) int {
 }
 
 // documents splits multi-document YAML, dropping empty documents.
-func documents(data []byte) [][]byte {
-	var out [][]byte
-	for _, d := range strings.Split("\n"+string(data), "\n---") {
-		if strings.TrimSpace(stripComments(d)) != "" {
-			out = append(out, []byte(d))
-		}
-	}
-	return out
-}
-
-func stripComments(doc string) string {
-	var b strings.Builder
-	for _, l := range strings.Split(doc, "\n") {
-		if !strings.HasPrefix(strings.TrimSpace(l), "#") {
-			b.WriteString(l + "\n")
-		}
-	}
-	return b.String()
-}
+func documents(data []byte) [][]byte { return scenario.Documents(data) }

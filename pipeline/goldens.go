@@ -11,12 +11,14 @@ import (
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/admission"
 	"github.com/tcpxogen/tcpxogen/runtimes/benchmark"
+	"github.com/tcpxogen/tcpxogen/runtimes/deploy"
 )
 
 // Render is the table of goldens: every committed artefact downstream of
 // the generated constants (the runtime and component manifests, the derived
-// benchmark, the emitter's own golden, the admission policies and the
-// generated documentation pages), keyed by repo-relative path. Run writes
+// benchmark, the emitter's own golden, the admission policies, each
+// fabric's Helm chart and kustomize base under deploy/, and the generated
+// documentation pages), keyed by repo-relative path. Run writes
 // them and bom-check re-renders them through it, so the two can never
 // disagree about what "current" means. It owns the set of goldens and their
 // paths, not how each is built (runtimes, benchmark, emit, admission,
@@ -56,6 +58,11 @@ func Render(root string, in *runtimes.Inputs) (map[string][]byte, error) {
 		return nil, err
 	}
 	maps.Copy(files, policies)
+	deployed, err := deploy.Goldens(in)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(files, deployed)
 	pages, err := docgen.Pages(root, in)
 	if err != nil {
 		return nil, err

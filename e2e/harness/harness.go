@@ -284,6 +284,10 @@ func (cp *ControlPlane) startAPIServer(etcdURL string, logw io.Writer) error {
 		// roles grant (harness/rbac.go); the harness's loopback
 		// credentials are system:masters, allowed everything.
 		"--authorization-mode=RBAC",
+		// Privileged containers, as on GKE: the node components (the
+		// installer DaemonSet, the NRI injector) are privileged, and the
+		// test server refuses them by default.
+		"--allow-privileged=true",
 	}, storage)
 	if err != nil {
 		tb.cleanup()

@@ -16,6 +16,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/admission"
 	"github.com/tcpxogen/tcpxogen/runtimes/benchmark"
+	"github.com/tcpxogen/tcpxogen/runtimes/deploy"
 	"github.com/tcpxogen/tcpxogen/validators/bomcheck"
 )
 
@@ -52,7 +53,7 @@ func checkoutParts(t testing.TB, src string) []string {
 		rel, _ := filepath.Rel(src, p)
 		rels = append(rels, filepath.ToSlash(rel))
 	}
-	for _, tree := range []string{extract.TestdataDir, extract.DaemonTestdataDir, extract.GIBTestdataDir} {
+	for _, tree := range append([]string{extract.TestdataDir, extract.DaemonTestdataDir, extract.GIBTestdataDir}, deploy.GoldenDirs()...) {
 		err := filepath.WalkDir(filepath.Join(src, tree), func(p string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return err

@@ -25,6 +25,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/admission"
 	"github.com/tcpxogen/tcpxogen/runtimes/benchmark"
+	"github.com/tcpxogen/tcpxogen/runtimes/deploy"
 	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
 )
 
@@ -57,8 +58,8 @@ func copyRepo(t *testing.T) string {
 		}
 		write(t, dst, rel, string(data))
 	}
-	for _, tree := range []string{filepath.Join(src, extract.TestdataDir), filepath.Join(src, extract.DaemonTestdataDir), filepath.Join(src, extract.GIBTestdataDir)} {
-		copyDir(src, dst, tree)
+	for _, tree := range append([]string{extract.TestdataDir, extract.DaemonTestdataDir, extract.GIBTestdataDir}, deploy.GoldenDirs()...) {
+		copyDir(src, dst, filepath.Join(src, tree))
 	}
 	return dst
 }

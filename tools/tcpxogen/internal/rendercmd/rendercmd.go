@@ -36,7 +36,7 @@ import (
 
 // Commands returns the render command set.
 func Commands() cli.Commands {
-	return cli.Commands{"render": {Summary: "render the shipped runtime (render runtime), the NCCL benchmark for a cluster (render benchmark), the installer components (render components), the admission policies (render policy), the goldens (render goldens) or the RBAC a cluster command needs (render rbac)", Run: run}}
+	return cli.Commands{"render": {Summary: "render the shipped runtime (render runtime), the NCCL benchmark for a cluster (render benchmark), the installer components (render components), the admission policies (render policy), a fabric's Helm chart (render chart) or kustomize base (render kustomize), the goldens (render goldens) or the RBAC a cluster command needs (render rbac)", Run: run}}
 }
 
 var subcommands = map[string]func(context.Context, []string, cli.Streams) error{
@@ -46,20 +46,22 @@ var subcommands = map[string]func(context.Context, []string, cli.Streams) error{
 	"goldens":    renderGoldens,
 	"policy":     renderPolicy,
 	"rbac":       renderRBAC,
+	"chart":      renderChart,
+	"kustomize":  renderKustomize,
 }
 
 func run(ctx context.Context, args []string, s cli.Streams) error {
 	if len(args) == 0 {
-		fmt.Fprintln(s.Err, "Usage: tcpxogen render runtime|benchmark|components|policy|goldens|rbac [flags]")
-		return cli.BadInput("name what to render: runtime, benchmark, components, policy, goldens or rbac")
+		fmt.Fprintln(s.Err, "Usage: tcpxogen render runtime|benchmark|components|policy|chart|kustomize|goldens|rbac [flags]")
+		return cli.BadInput("name what to render: runtime, benchmark, components, policy, chart, kustomize, goldens or rbac")
 	}
 	if args[0] == "--help" || args[0] == "-h" {
-		fmt.Fprintln(s.Out, "Usage: tcpxogen render runtime|benchmark|components|policy|goldens|rbac [flags]\n\nRun `tcpxogen render runtime --help` (or benchmark, components, policy, goldens, rbac) for the flags.")
+		fmt.Fprintln(s.Out, "Usage: tcpxogen render runtime|benchmark|components|policy|chart|kustomize|goldens|rbac [flags]\n\nRun `tcpxogen render runtime --help` (or benchmark, components, policy, chart, kustomize, goldens, rbac) for the flags.")
 		return nil
 	}
 	sub, ok := subcommands[args[0]]
 	if !ok {
-		return cli.BadInput("render %q: want runtime, benchmark, components, policy, goldens or rbac", args[0])
+		return cli.BadInput("render %q: want runtime, benchmark, components, policy, chart, kustomize, goldens or rbac", args[0])
 	}
 	return sub(ctx, args[1:], s)
 }

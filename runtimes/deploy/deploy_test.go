@@ -1,0 +1,335 @@
+package deploy
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+
+	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
+	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
+)
+
+func inputs(t *testing.T) *runtimes.Inputs {
+	t.Helper()
+	in, err := shipped.Inputs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+func mapping(t *testing.T, pairs string) []interfaces.Binding {
+	t.Helper()
+	m, err := interfaces.Parse(pairs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.Bindings()
+}
+
+// cluster is a mapping and every other value set away from its default.
+func cluster(t *testing.T) Cluster {
+	return Cluster{
+		Interfaces:   mapping(t, "eth8=vpc-h,eth1=vpc-a,eth2=vpc-b,eth3=vpc-c,eth4=vpc-d,eth5=vpc-e,eth6=vpc-f,eth7=vpc-g"),
+		NodeSelector: map[string]string{"pool": "a3-mega", "cloud.google.com/gke-nodepool": "gpu"},
+		Tolerations:  []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpEqual, Value: "present", Effect: corev1.TaintEffectNoSchedule}},
+		WorkerImage:  "us-docker.pkg.dev/team/train/worker:v3@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+	}
+}
+
+// key names an object as kubectl does: kind, namespace and name.
+func key(u *unstructured.Unstructured) string {
+	return u.GetKind() + " " + path.Join(u.GetNamespace(), u.GetName())
+}
+
+// byKey decodes typed objects into unstructured ones keyed by key.
+func byKey(t *testing.T, objs ...any) map[string]*unstructured.Unstructured {
+	t.Helper()
+	out := map[string]*unstructured.Unstructured{}
+	for _, o := range objs {
+		m, err := toMap(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{Object: m}
+		out[key(u)] = u
+	}
+	return out
+}
+
+// build runs kustomize build (kustomize's API, as the kustomize CLI and
+// kubectl -k do) on the base in files, with an overlay when overlay is set,
+// and returns the objects keyed by key.
+func build(t *testing.T, files map[string][]byte, overlay string) map[string]*unstructured.Unstructured {
+	t.Helper()
+	fs := filesys.MakeFsInMemory()
+	for p, data := range files {
+		if err := fs.WriteFile(path.Join("/base", p), data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := "/base"
+	if overlay != "" {
+		dir = "/overlay"
+		if err := fs.WriteFile("/overlay/kustomization.yaml", []byte("resources:\n  - ../base\n"+overlay)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fs, dir)
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v", dir, err)
+	}
+	out := map[string]*unstructured.Unstructured{}
+	for _, r := range res.Resources() {
+		// Through JSON, as the rendered objects are: numbers decode alike.
+		data, err := r.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{Object: m}
+		out[key(u)] = u
+	}
+	return out
+}
+
+func objects(o Objects) []any {
+	return append([]any{o.Runtime}, o.Components...)
+}
+
+// TestKustomizeBuildEqualsRender: kustomize build of the base render
+// kustomize writes for a cluster is, object for object, what render
+// runtime and render components print for it.
+func TestKustomizeBuildEqualsRender(t *testing.T) {
+	in := inputs(t)
+	for _, name := range Names() {
+		f, err := Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			name string
+			c    Cluster
+		}{
+			{"example mapping, defaults", Cluster{Interfaces: f.Example()}},
+			{"every value set", cluster(t)},
+		} {
+			t.Run(name+"/"+tc.name, func(t *testing.T) {
+				files, err := Kustomize(in, f, tc.c, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := f.Render(in, tc.c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := build(t, files, "")
+				if d := cmp.Diff(byKey(t, objects(want)...), got); d != "" {
+					t.Errorf("kustomize build differs from render runtime + render components (-render +kustomize):\n%s", d)
+				}
+			})
+		}
+	}
+}
+
+// TestKustomizeOverlayPatchPoint: the overlay patch the base's
+// kustomization documents, with another cluster's mapping, builds what
+// render runtime prints for that mapping; the committed base builds the
+// example's.
+func TestKustomizeOverlayPatchPoint(t *testing.T) {
+	in := inputs(t)
+	for _, name := range Names() {
+		f, _ := Lookup(name)
+		base, err := Kustomize(in, f, Cluster{Interfaces: f.Example()}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mine := Cluster{Interfaces: cluster(t).Interfaces}
+		want, err := f.Render(in, mine)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, value, err := InterfacesPatchPoint(want.Runtime)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The documented patch, as the kustomization shows it.
+		if !strings.Contains(string(base[Kustomization]), commented("patches:\n")) || !strings.Contains(string(base[Kustomization]), "path: "+p) {
+			t.Fatalf("%s does not document the patch point %s:\n%s", Kustomization, p, base[Kustomization])
+		}
+		got := build(t, base, OverlayPatch(f, p, value))
+		if d := cmp.Diff(byKey(t, objects(want)...), got); d != "" {
+			t.Errorf("the documented overlay patch does not give render runtime's objects (-render +kustomize):\n%s", d)
+		}
+	}
+}
+
+// TestKustomizeRefusesWhatRenderRefuses: no mapping, a bad one or an
+// unpinned worker image is refused, as render runtime refuses it.
+func TestKustomizeRefusesWhatRenderRefuses(t *testing.T) {
+	in := inputs(t)
+	f, _ := Lookup("tcpxo")
+	good := cluster(t)
+	dup := append([]interfaces.Binding(nil), good.Interfaces...)
+	dup[1].Network = dup[0].Network
+	for name, tc := range map[string]struct {
+		c    Cluster
+		want string
+	}{
+		"no mapping":     {Cluster{}, "tcpxoInterfaces is empty"},
+		"shared network": {Cluster{Interfaces: dup}, "already uses"},
+		"unpinned image": {Cluster{Interfaces: good.Interfaces, WorkerImage: "pytorch/pytorch:latest"}, "digest"},
+		"benchmark":      {Cluster{Interfaces: good.Interfaces, BenchmarkNamespace: "ns"}, "no benchmark"},
+	} {
+		files, err := Kustomize(in, f, tc.c, false)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want an error containing %q", name, err, tc.want)
+		}
+		if files != nil {
+			t.Errorf("%s: files returned with the error", name)
+		}
+	}
+}
+
+// TestChartTemplatesEveryClusterValue: in the chart, every field a cluster
+// decides is a template expression over .Values and nothing of the example
+// mapping is left; every other line is the rendered object's.
+func TestChartTemplatesEveryClusterValue(t *testing.T) {
+	in := inputs(t)
+	f, _ := Lookup("tcpxo")
+	files, err := Chart(in, f, "v1.2.3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := string(files[f.RuntimeTemplate()])
+	for _, want := range []string{
+		`networking.gke.io/interfaces: {{ include "tcpxogen-tcpxo.interfaces" . | toJson }}`,
+		`image: {{ .Values.workerImage | toJson }}`,
+		`nodeSelector:{{- include "tcpxogen-tcpxo.nodeSelector" . | nindent 18 }}`,
+		`{{- with .Values.tolerations }}`,
+	} {
+		if !strings.Contains(rt, want) {
+			t.Errorf("%s lacks %s", f.RuntimeTemplate(), want)
+		}
+	}
+	bench := string(files[f.BenchmarkTemplate()])
+	if !strings.HasPrefix(bench, "{{- if .Values.benchmark.enabled }}\n") || !strings.Contains(bench, "namespace: {{ .Release.Namespace | toJson }}") {
+		t.Errorf("%s is not the benchmark behind benchmark.enabled in the release's namespace:\n%.400s", f.BenchmarkTemplate(), bench)
+	}
+	for p, data := range files {
+		for _, b := range f.Example() {
+			if bytes.Contains(data, []byte(b.Network)) {
+				t.Errorf("%s holds the example network %s", p, b.Network)
+			}
+		}
+		if bytes.Contains(data, []byte("tcpxogen-helm-value-")) {
+			t.Errorf("%s holds a placeholder", p)
+		}
+		if bytes.Contains(data, []byte("helm.sh/hook")) {
+			t.Errorf("%s has a Helm hook: hook resources are not part of the release", p)
+		}
+	}
+	// The components are not templated at all: render components' output.
+	comps, err := runtimes.Encode(runtimes.FormatYAML, nil, objects(mustRender(t, in, f))[1:]...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasSuffix(files[componentsFile], comps) {
+		t.Errorf("%s is not render components' output", componentsFile)
+	}
+}
+
+func mustRender(t *testing.T, in *runtimes.Inputs, f Fabric) Objects {
+	t.Helper()
+	o, err := f.Render(in, Cluster{Interfaces: f.Example()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// TestChartValuesAreTheSchemasKeys: values.yaml is one strict YAML
+// document whose keys are exactly the schema's properties, with the worker
+// image the runtime defaults to.
+func TestChartValuesAreTheSchemasKeys(t *testing.T) {
+	in := inputs(t)
+	f, _ := Lookup("tcpxo")
+	files, err := Chart(in, f, "v1.2.3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values map[string]any
+	if err := yaml.UnmarshalStrict(files[ValuesFile], &values); err != nil {
+		t.Fatal(err)
+	}
+	props := f.Schema(in)["properties"].(obj)
+	if d := cmp.Diff(sortedKeys(props), sortedKeys(values)); d != "" {
+		t.Errorf("values.yaml's keys differ from the schema's properties (-schema +values):\n%s", d)
+	}
+	if values[valuesWorkerImage] != in.BOM.Images.Worker.Reference {
+		t.Errorf("workerImage defaults to %v, want the BOM's %s", values[valuesWorkerImage], in.BOM.Images.Worker.Reference)
+	}
+}
+
+func TestChartVersion(t *testing.T) {
+	for tool, want := range map[string]string{
+		"v1.2.3":                             "1.2.3",
+		"v0.0.0-20261206190000-0123456789ab": "0.0.0-20261206190000-0123456789ab",
+		"devel+4925c3712345":                 "0.0.0-devel+4925c3712345",
+		"devel+4925c3712345-dirty":           "0.0.0-devel+4925c3712345-dirty",
+		"unknown":                            "0.0.0-unknown",
+		"v1.0.15":                            "1.0.15",
+	} {
+		got, err := ChartVersion(tool)
+		if err != nil || got != want {
+			t.Errorf("ChartVersion(%q) = %q, %v; want %q", tool, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "main", "v1.2", "devel+has space"} {
+		if got, err := ChartVersion(bad); err == nil {
+			t.Errorf("ChartVersion(%q) = %q, want an error", bad, got)
+		}
+	}
+}
+
+func TestLookupNamesTheSupportedFabrics(t *testing.T) {
+	if _, err := Lookup("tcpxo"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Lookup("rdma")
+	want := fmt.Sprintf("--fabric %q is not a supported fabric: want one of %s", "rdma", strings.Join(Names(), ", "))
+	if err == nil || err.Error() != want {
+		t.Errorf("Lookup(rdma) = %v, want %s", err, want)
+	}
+}
+
+// TestSubstituteRefusesWhatItCannotTemplate: a placeholder that opens a
+// list item where a block must go, or one in no key's value, is an error,
+// never a chart with the placeholder left in.
+func TestSubstituteRefusesWhatItCannotTemplate(t *testing.T) {
+	f, _ := Lookup("tcpxo")
+	for _, in := range []string{
+		"spec:\n  - nodeSelector: " + tokNodeSelector + "\n",
+		"spec:\n  - tolerations: " + tokTolerations + "\n",
+		"args:\n- " + tokWorkerImage + "\n",
+		"x: tcpxogen-helm-value-unknown\n",
+	} {
+		if out, err := f.substitute([]byte(in)); err == nil {
+			t.Errorf("substitute(%q) = %q, want an error", in, out)
+		}
+	}
+}
