@@ -22,6 +22,8 @@ import (
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/generated"
 	"github.com/tcpxogen/tcpxogen/internal/atomicfile"
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
+	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/internal/wiring"
@@ -51,9 +53,12 @@ type state struct {
 	root, out string
 	in        *runtimes.Inputs
 	res       *extract.Result
+	gib       facts.Facts
 	runtime   *trainer.ClusterTrainingRuntime
-	files     map[string][]byte // out-relative path → content
-	lines     []string          // summary lines
+	// gibRuntimes are the gIB runtimes, one per machine type.
+	gibRuntimes []*trainer.ClusterTrainingRuntime
+	files       map[string][]byte // out-relative path → content
+	lines       []string          // summary lines
 }
 
 type step struct {
@@ -115,6 +120,7 @@ func stepExtract(ctx context.Context, st *state) error {
 		return err
 	}
 	st.res = run.Extract
+	st.gib = run.Inputs.GIB
 	code := run.Files[generated.FactsFile]
 	st.files[generatedOutput] = code
 	same := "matches"
@@ -133,6 +139,14 @@ func stepExtract(ctx context.Context, st *state) error {
 		fmt.Sprintf("daemon      %s   NCCL %s   trainer %s", f.DaemonVersion, f.NCCLVersion, b.Trainer.Version),
 		fmt.Sprintf("profiles    default %d variables, simple %d; sandbox refused %d command(s) (NIC discovery)", len(f.DefaultProfile), len(f.SimpleProfile), len(f.Refused)),
 		fmt.Sprintf("constants   %s the committed %s", same, generated.FactsFile))
+	g := st.gib
+	var envs []string
+	for _, m := range g.MachineProfiles {
+		envs = append(envs, fmt.Sprintf("%s %d", m.MachineType, len(m.Env)))
+	}
+	st.lines = append(st.lines,
+		fmt.Sprintf("gIB         installer %s, NCCL %s (read from %s; its layout and script are our BELIEF until read from the published image)", g.PluginVersion, g.NCCLVersion, g.Provenance.Read),
+		fmt.Sprintf("gIB env     set_nccl_env.sh per machine type: %s variables; %d checker rules", strings.Join(envs, ", "), len(g.DefaultGuestRules)))
 	return nil
 }
 
@@ -159,8 +173,30 @@ func stepRender(_ context.Context, st *state) error {
 		objs = append(objs, ds)
 	}
 	comp, err := runtimes.Encode(runtimes.FormatYAML, nil, objs...)
+	if err != nil {
+		return err
+	}
 	st.files["components.yaml"] = comp
-	return err
+	in.GIB = st.gib
+	for _, mt := range fabric.GIB.MachineTypeNames() {
+		rt, err := runtimes.RDMARuntime(in, runtimes.RDMAOptions{Interfaces: runtimes.ExampleRDMAInterfaces(), MachineType: mt})
+		if err != nil {
+			return err
+		}
+		st.gibRuntimes = append(st.gibRuntimes, rt)
+		if st.files[rt.Name+".yaml"], err = runtimes.Encode(runtimes.FormatYAML, []string{"EXAMPLE network names; render yours with tcpxogen render runtime --fabric gib --machine-type " + mt + " --interfaces ..."}, rt); err != nil {
+			return err
+		}
+	}
+	objs = nil
+	for _, ds := range runtimes.RDMAComponents(in) {
+		objs = append(objs, ds)
+	}
+	if st.files["components-rdma.yaml"], err = runtimes.Encode(runtimes.FormatYAML, nil, objs...); err != nil {
+		return err
+	}
+	st.lines = append(st.lines, fmt.Sprintf("gIB runtime %d runtimes, one per machine type (%s): the script's env as direct env, 8 RDMA NICs eth2..eth9; nccl-rdma-installer", len(st.gibRuntimes), strings.Join(fabric.GIB.MachineTypeNames(), ", ")))
+	return nil
 }
 
 func stepSchema(_ context.Context, st *state) error {
@@ -169,7 +205,11 @@ func stepSchema(_ context.Context, st *state) error {
 		return err
 	}
 	n := 0
-	for _, rel := range []string{names.Runtime + ".yaml", "components.yaml"} {
+	rels := []string{names.Runtime + ".yaml", "components.yaml", "components-rdma.yaml"}
+	for _, rt := range st.gibRuntimes {
+		rels = append(rels, rt.Name+".yaml")
+	}
+	for _, rel := range rels {
 		reports, err := v.Validate(st.files[rel])
 		if err != nil {
 			return err
@@ -220,9 +260,28 @@ func stepRealize(ctx context.Context, st *state) error {
 		return fmt.Errorf("the sample TrainJob lost %d element(s) of the wiring", lost)
 	}
 	js, err := runtimes.Encode(runtimes.FormatYAML, nil, res.JobSet)
+	if err != nil {
+		return err
+	}
 	st.files["jobset.yaml"] = js
 	st.lines = append(st.lines, fmt.Sprintf("realized    TrainJob demo -> JobSet %s on trainer %s: wiring intact", res.JobSet.Name, res.TrainerVersion))
-	return err
+	// A gIB TrainJob that replaces the command keeps the script's env: it
+	// is direct env, which the trainer merges by name.
+	for _, rt := range st.gibRuntimes {
+		job := sampleTrainJob()
+		job.Spec.RuntimeRef.Name = rt.Name
+		v, err := realize.LintWith(ctx, rt, job, fabric.GIBRules, st.gib.GuestRules(st.gib.ProfileNames()[0]))
+		if err != nil {
+			return err
+		}
+		for _, c := range v.Changes {
+			if c.LosesFabric() {
+				return fmt.Errorf("the sample gIB TrainJob on %s loses the fabric: %s: %s", rt.Name, c.Change, c.Reason)
+			}
+		}
+	}
+	st.lines = append(st.lines, fmt.Sprintf("realized    the same TrainJob on each of the %d gIB runtimes: command replaced, gIB env intact", len(st.gibRuntimes)))
+	return nil
 }
 
 func stepCheck(ctx context.Context, st *state) error {
