@@ -25,6 +25,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/internal/atomicfile"
 	"github.com/tcpxogen/tcpxogen/internal/emit"
 	"github.com/tcpxogen/tcpxogen/internal/excerpt"
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/imagefs"
 	"github.com/tcpxogen/tcpxogen/internal/imagesource"
 	"github.com/tcpxogen/tcpxogen/internal/inputfile"
@@ -59,6 +60,10 @@ type Config struct {
 	Keychain  authn.Keychain
 	// Title heads the summary; empty means one built from the flags.
 	Title string
+	// Fabric is the fabric whose installer is pinned: tcpxo (default) or
+	// gib (Installer is then a gIB release, pinned with its diagnostic
+	// image).
+	Fabric string
 }
 
 // Result is a bump that ran to its summary.
@@ -91,6 +96,14 @@ func bad(format string, a ...any) error { return &InputError{fmt.Errorf(format, 
 
 // Run bumps cfg.Root to cfg.Installer's published pair.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
+	switch cfg.Fabric {
+	case "", fabric.TCPXO.Name:
+	case fabric.GIB.Name:
+		return runGIB(ctx, cfg)
+	default:
+		_, err := fabric.Lookup(cfg.Fabric)
+		return nil, bad("--fabric: %w", err)
+	}
 	root := cfg.Root
 	at := func(rel string) string { return filepath.Join(root, filepath.FromSlash(rel)) }
 	oldB, rel, err := bom.LoadAll(at(bom.RepoPath), at(bom.ReleasesRepoPath))

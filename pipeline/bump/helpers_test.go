@@ -53,7 +53,7 @@ func checkoutParts(t testing.TB, src string) []string {
 		rel, _ := filepath.Rel(src, p)
 		rels = append(rels, filepath.ToSlash(rel))
 	}
-	for _, tree := range append([]string{extract.TestdataDir, extract.DaemonTestdataDir, extract.GIBTestdataDir}, deploy.GoldenDirs()...) {
+	for _, tree := range append([]string{extract.TestdataDir, extract.DaemonTestdataDir, extract.GIBTestdataDir, extract.GIBDiagnosticTestdataDir}, deploy.GoldenDirs()...) {
 		err := filepath.WalkDir(filepath.Join(src, tree), func(p string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return err

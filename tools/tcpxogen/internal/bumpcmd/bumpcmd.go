@@ -13,6 +13,7 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/internal/atomicfile"
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/pipeline/bump"
 	"github.com/tcpxogen/tcpxogen/pipeline/extract"
 	"github.com/tcpxogen/tcpxogen/pipeline/releasediff"
@@ -29,7 +30,9 @@ func Commands() cli.Commands {
 }
 
 func runBump(ctx context.Context, args []string, s cli.Streams) error {
-	fs := cli.NewFlags("bump", "bump --installer TAG [--source registry|testdata|oci-layout:DIR] [--daemon-source …] [--rollback] [--dry-run] [--summary FILE]\n\n"+
+	fs := cli.NewFlags("bump", "bump [--fabric tcpxo|gib] --installer TAG [--source registry|testdata|oci-layout:DIR] [--daemon-source …] [--rollback] [--dry-run] [--summary FILE]\n\n"+
+		"--fabric gib pins a release of Google's NCCL/gIB release notes (bom/releases.yaml gibReleases): its installer and diagnostic\n"+
+		"image by digest, re-extracting generated/gib; TCPXO's pins and facts stay as they are.\n\n"+
 		"Pins TAG and the daemon bom/releases.yaml publishes with it (a release-notes pair only) in bom/bom.yaml, by the digests the\n"+
 		"source resolves (never by tag alone), re-extracts the facts, regenerates generated/tcpxo, the goldens and the generated docs,\n"+
 		"runs bom-check and prints a Markdown summary for the pull request. --source testdata rehearses offline on the bundled\n"+
@@ -37,6 +40,7 @@ func runBump(ctx context.Context, args []string, s cli.Streams) error {
 		"bom-check failed; 2: bad input (unknown tag, unpublished pair, an older pair without --rollback, unresolvable digest,\n"+
 		"unwritable tree: nothing written).", s)
 	root := fs.String("root", "", "repository root (default: found upwards from the working directory)")
+	fabricName := fs.String("fabric", fabric.Default, "the fabric whose installer to pin: "+strings.Join(fabric.Names(), " or "))
 	installer := fs.String("installer", "", "installer tag to pin, one of bom/releases.yaml's release-notes pairs (required)")
 	source := fs.String("source", extract.SourceRegistry, "where both digests are resolved and the images read: registry (the published repositories of bom/bom.yaml), testdata (the bundled reconstructions, a SUBSTITUTE) or oci-layout:DIR (the installer pulled into DIR)")
 	daemonSource := fs.String("daemon-source", "", "where the daemon's digest is resolved, same forms (default: testdata with --source testdata, else registry)")
@@ -57,7 +61,10 @@ func runBump(ctx context.Context, args []string, s cli.Streams) error {
 	if err != nil {
 		return cli.BadInput("%w", err)
 	}
-	cfg := bump.Config{Root: r, Installer: *installer, DryRun: *dryRun, Rollback: *rollback, CacheDir: *cacheDir}
+	if _, err := fabric.Lookup(*fabricName); err != nil {
+		return cli.BadInput("--fabric: %w", err)
+	}
+	cfg := bump.Config{Root: r, Fabric: *fabricName, Installer: *installer, DryRun: *dryRun, Rollback: *rollback, CacheDir: *cacheDir}
 	if cfg.Source, err = extract.ParseSource(*source); err != nil {
 		return cli.BadInput("%w", err)
 	}
