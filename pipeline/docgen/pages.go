@@ -95,7 +95,7 @@ func guidePage(root string, in *runtimes.Inputs) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if doc, err = Splice(doc, "fabric-rules", FabricRules(fabric.Table(env, in.Facts.DefaultGuestRules))); err != nil {
+	if doc, err = Splice(doc, "fabric-rules", FabricRules(fabric.TCPXORules, Rows(fabric.Table(env, in.Facts.DefaultGuestRules)))); err != nil {
 		return nil, fmt.Errorf("%s: %w", GuideDoc, err)
 	}
 	custom, err := runtimes.Encode(runtimes.FormatYAML, nil, runtimes.Namespaced(rt, "team-a", "torch-tcpxo-team-a"))
