@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -70,9 +71,14 @@ type NodeSimulator struct {
 	mu       sync.Mutex
 	plans    map[string]Plan
 	released map[string]bool
-	nodes    []string
-	next     int
-	podIP    int
+	// nodes are the A3 Mega nodes registered at start (NodeNames); pools
+	// the nodes of pools added since, by pool (AddPool); labels every
+	// node's labels, which decide where a pod may bind (bind).
+	nodes  []string
+	pools  map[string][]string
+	labels map[string]map[string]string
+	next   int
+	podIP  int
 
 	// kubeletPort is the loopback port of the log server, which answers
 	// the kubelet's /containerLogs/{namespace}/{pod}/{container}.
@@ -119,7 +125,7 @@ func (s *NodeSimulator) serveLogs() (func(), error) {
 }
 
 func newNodeSimulator(kube kubernetes.Interface) *NodeSimulator {
-	return &NodeSimulator{kube: kube, plans: map[string]Plan{}, released: map[string]bool{}}
+	return &NodeSimulator{kube: kube, plans: map[string]Plan{}, released: map[string]bool{}, pools: map[string][]string{}, labels: map[string]map[string]string{}}
 }
 
 // SetPlan sets the scenario for pods in namespace ns.
@@ -137,7 +143,8 @@ func (s *NodeSimulator) Release(ns string) {
 	s.released[ns] = true
 }
 
-// NodeNames returns the simulated nodes.
+// NodeNames returns the A3 Mega nodes registered at start; the nodes of
+// pools added later (AddPool) are not among them.
 func (s *NodeSimulator) NodeNames() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -147,44 +154,53 @@ func (s *NodeSimulator) NodeNames() []string {
 func (s *NodeSimulator) registerNodes(ctx context.Context, n int) error {
 	for i := range n {
 		name := fmt.Sprintf("gke-a3-mega-%d", i)
-		node := &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{
-				Name: name,
-				Labels: map[string]string{
-					AcceleratorLabel:                   Accelerator,
-					"node.kubernetes.io/instance-type": InstanceType,
-					NodePoolLabel:                      NodePool,
-					"kubernetes.io/hostname":           name,
-				},
-			},
-		}
-		created, err := s.kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-		if err != nil {
+		if err := s.registerNode(ctx, name, map[string]string{
+			AcceleratorLabel:         Accelerator,
+			InstanceTypeLabel:        InstanceType,
+			NodePoolLabel:            NodePool,
+			"kubernetes.io/hostname": name,
+		}); err != nil {
 			return err
 		}
-		capacity := corev1.ResourceList{
-			corev1.ResourceCPU:    resource.MustParse("208"),
-			corev1.ResourceMemory: resource.MustParse("1872Gi"),
-			corev1.ResourcePods:   resource.MustParse("110"),
-			"nvidia.com/gpu":      resource.MustParse("8"),
-		}
-		created.Status = corev1.NodeStatus{
-			Capacity:    capacity,
-			Allocatable: capacity,
-			Conditions: []corev1.NodeCondition{{
-				Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-				LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
-			}},
-			// The API server reaches the kubelet here for pod logs: every
-			// simulated node's is the simulator's log server (serveLogs).
-			Addresses:       []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}},
-			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: s.kubeletPort}},
-		}
-		if _, err := s.kube.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-			return err
-		}
+		s.mu.Lock()
 		s.nodes = append(s.nodes, name)
+		s.mu.Unlock()
 	}
+	return nil
+}
+
+// registerNode creates a Ready GPU node with labels, its kubelet endpoint
+// the simulator's log server, and records its labels for bind.
+func (s *NodeSimulator) registerNode(ctx context.Context, name string, labels map[string]string) error {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	created, err := s.kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("208"),
+		corev1.ResourceMemory: resource.MustParse("1872Gi"),
+		corev1.ResourcePods:   resource.MustParse("110"),
+		"nvidia.com/gpu":      resource.MustParse("8"),
+	}
+	created.Status = corev1.NodeStatus{
+		Capacity:    capacity,
+		Allocatable: capacity,
+		Conditions: []corev1.NodeCondition{{
+			Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
+		}},
+		// The API server reaches the kubelet here for pod logs: every
+		// simulated node's is the simulator's log server (serveLogs).
+		Addresses:       []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}},
+		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: s.kubeletPort}},
+	}
+	if _, err := s.kube.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.labels[name] = maps.Clone(labels)
 	return nil
 }
 
@@ -251,11 +267,17 @@ func (s *NodeSimulator) step(ctx context.Context, pod *corev1.Pod) error {
 
 func (s *NodeSimulator) bind(ctx context.Context, pod *corev1.Pod) error {
 	s.mu.Lock()
-	if len(s.nodes) == 0 {
+	all := s.allNodes()
+	if len(all) == 0 {
 		s.mu.Unlock()
 		return nil
 	}
-	node := s.nodes[s.next%len(s.nodes)]
+	fits := s.fitting(pod, all)
+	if len(fits) == 0 {
+		s.mu.Unlock()
+		return s.unschedulable(ctx, pod, len(all))
+	}
+	node := fits[s.next%len(fits)]
 	s.next++
 	s.mu.Unlock()
 	return s.kube.CoreV1().Pods(pod.Namespace).Bind(ctx, &corev1.Binding{

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
 	"github.com/tcpxogen/tcpxogen/internal/markdown"
 	"github.com/tcpxogen/tcpxogen/internal/wiring"
@@ -43,10 +44,7 @@ func TestExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shippedRT, err := shipped.Runtime()
-	if err != nil {
-		t.Fatal(err)
-	}
+	shippedRTs := shippedRuntimes(t)
 	upstream := upstreamRuntimes(t)
 	total := 0
 	for _, page := range pages {
@@ -55,7 +53,7 @@ func TestExamples(t *testing.T) {
 			t.Fatal(err)
 		}
 		blocks := markdown.YAMLBlocks(data)
-		known, err := pageRuntimes(v, blocks, shippedRT, upstream)
+		known, err := pageRuntimes(v, blocks, shippedRTs, upstream)
 		if err != nil {
 			t.Fatalf("%s: %v", filepath.Base(page), err)
 		}
@@ -74,21 +72,23 @@ func TestExamples(t *testing.T) {
 // runtimeKey names a runtime as a TrainJob's runtimeRef does.
 type runtimeKey struct{ kind, name string }
 
-// knownRuntime is a runtime a TrainJob may reference, with the guest config
-// rules its fabric enforces: the TCPXO rules for the shipped runtime and the
-// page's own, none for upstream's, which carry no GPUDirect wiring (the
-// guide shows them with other clouds' fabrics).
+// knownRuntime is a runtime a TrainJob may reference, with its fabric's
+// rule set and the guest config rules its installer enforces: TCPXO's for
+// the shipped TCPXO runtime and the page's own, gIB's for each shipped gIB
+// runtime (as check trainjob picks them), none for upstream's, which carry
+// no GPUDirect wiring (the guide shows them with other clouds' fabrics).
 type knownRuntime struct {
 	obj   client.Object
+	rs    *fabric.RuleSet
 	rules []guestconfig.Rule
 }
 
 // pageRuntimes is every runtime a TrainJob of the page may reference: the
-// shipped one, the ones the page itself defines, and the upstream runtimes
+// shipped ones, the ones the page itself defines, and the upstream runtimes
 // of the linked trainer release (which a trainer install creates).
-func pageRuntimes(v *schema.Validator, blocks []markdown.Block, shippedRT *trainer.ClusterTrainingRuntime, upstream map[runtimeKey]knownRuntime) (map[runtimeKey]knownRuntime, error) {
+func pageRuntimes(v *schema.Validator, blocks []markdown.Block, shipped map[runtimeKey]knownRuntime, upstream map[runtimeKey]knownRuntime) (map[runtimeKey]knownRuntime, error) {
 	known := maps.Clone(upstream)
-	known[runtimeKey{trainer.ClusterTrainingRuntimeKind, shippedRT.Name}] = knownRuntime{shippedRT, rulesOf(shippedRT)}
+	maps.Copy(known, shipped)
 	for _, b := range blocks {
 		reports, err := v.Validate(b.Content)
 		if err != nil {
@@ -110,10 +110,35 @@ func pageRuntimes(v *schema.Validator, blocks []markdown.Block, shippedRT *train
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(r.Defaulted.Object, rt); err != nil {
 				return nil, fmt.Errorf("line %d: %w", b.Line, err)
 			}
-			known[runtimeKey{r.Defaulted.GetKind(), rt.GetName()}] = knownRuntime{rt, rulesOf(rt)}
+			known[runtimeKey{r.Defaulted.GetKind(), rt.GetName()}] = knownRuntime{rt, fabric.TCPXORules, rulesOf(rt)}
 		}
 	}
 	return known, nil
+}
+
+// shippedRuntimes are the runtimes tcpxogen ships, as check trainjob
+// judges TrainJobs of them: the TCPXO runtime with TCPXO's rule set and its
+// profile's checker rules, and the gIB runtime of each machine type with
+// gIB's rule set and the gIB installer's checker rules for that type.
+func shippedRuntimes(t *testing.T) map[runtimeKey]knownRuntime {
+	t.Helper()
+	shippedRT, err := shipped.Runtime()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[runtimeKey]knownRuntime{{trainer.ClusterTrainingRuntimeKind, shippedRT.Name}: {shippedRT, fabric.TCPXORules, rulesOf(shippedRT)}}
+	in, err := shipped.Inputs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mt := range fabric.GIB.MachineTypes {
+		rt, err := runtimes.RDMARuntime(in, runtimes.RDMAOptions{Interfaces: runtimes.ExampleRDMAInterfaces(), MachineType: mt.Name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[runtimeKey{trainer.ClusterTrainingRuntimeKind, rt.Name}] = knownRuntime{rt, fabric.GIB.Rules(), in.GIB.GuestRules(mt.Name)}
+	}
+	return out
 }
 
 // upstreamRuntimes reads the runtimes the linked trainer release ships
@@ -143,7 +168,7 @@ func upstreamRuntimes(t *testing.T) map[runtimeKey]knownRuntime {
 		if rt.Kind != trainer.ClusterTrainingRuntimeKind {
 			t.Fatalf("%s: kind %q, want %s", f, rt.Kind, trainer.ClusterTrainingRuntimeKind)
 		}
-		known[runtimeKey{rt.Kind, rt.Name}] = knownRuntime{obj: &rt}
+		known[runtimeKey{rt.Kind, rt.Name}] = knownRuntime{obj: &rt, rs: fabric.TCPXORules}
 	}
 	return known
 }
@@ -218,7 +243,7 @@ func realizeExample(obj map[string]any, known map[runtimeKey]knownRuntime) (*rea
 			return nil, nil, fmt.Errorf("TrainJob %s references %s %q, which is neither shipped, defined on this page nor upstream's (known: %s)",
 				job.Name, ptr.Deref(ref.Kind, trainer.ClusterTrainingRuntimeKind), ref.Name, strings.Join(names, ", "))
 		}
-		v, err := realize.Lint(context.Background(), rt.obj, &job, rt.rules)
+		v, err := realize.LintWith(context.Background(), rt.obj, &job, rt.rs, rt.rules)
 		return v, &job, err
 	case trainer.TrainingRuntimeKind:
 		var rt trainer.TrainingRuntime
@@ -250,7 +275,7 @@ func TestExampleOfUnknownRuntimeFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	known := map[runtimeKey]knownRuntime{{trainer.ClusterTrainingRuntimeKind, shippedRT.Name}: {shippedRT, rulesOf(shippedRT)}}
+	known := map[runtimeKey]knownRuntime{{trainer.ClusterTrainingRuntimeKind, shippedRT.Name}: {shippedRT, fabric.TCPXORules, rulesOf(shippedRT)}}
 	job := map[string]any{
 		"apiVersion": trainer.GroupVersion.String(), "kind": trainer.TrainJobKind,
 		"metadata": map[string]any{"name": "typo", "namespace": "default"},

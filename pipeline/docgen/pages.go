@@ -14,8 +14,8 @@ import (
 )
 
 // Pages renders every generated documentation page, keyed by repo-relative
-// path: the trainer compatibility page, and the user guide with its
-// generated sections refreshed.
+// path: the trainer compatibility page, and the user guides (TCPXO's and
+// gIB's) with their generated sections refreshed.
 func Pages(root string, in *runtimes.Inputs) (map[string][]byte, error) {
 	compat, err := compatPage(root)
 	if err != nil {
@@ -25,7 +25,11 @@ func Pages(root string, in *runtimes.Inputs) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string][]byte{CompatDoc: compat, GuideDoc: guide}, nil
+	gib, err := gibGuidePage(root, in)
+	if err != nil {
+		return nil, err
+	}
+	return map[string][]byte{CompatDoc: compat, GuideDoc: guide, GIBGuideDoc: gib}, nil
 }
 
 // CompatDoc is the generated trainer compatibility page, repo-relative.
@@ -95,7 +99,7 @@ func guidePage(root string, in *runtimes.Inputs) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if doc, err = Splice(doc, "fabric-rules", FabricRules(fabric.Table(env, in.Facts.DefaultGuestRules))); err != nil {
+	if doc, err = Splice(doc, "fabric-rules", FabricRules(fabric.TCPXORules, Rows(fabric.Table(env, in.Facts.DefaultGuestRules)))); err != nil {
 		return nil, fmt.Errorf("%s: %w", GuideDoc, err)
 	}
 	custom, err := runtimes.Encode(runtimes.FormatYAML, nil, runtimes.Namespaced(rt, "team-a", "torch-tcpxo-team-a"))

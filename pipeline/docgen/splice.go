@@ -36,13 +36,35 @@ func WiringReference(rows []runtimes.RefRow) string {
 	return b.String()
 }
 
-// FabricRules is the guide's table of what a workload may tune, from the
-// fabric rule set applied to the shipped env and the installer's guest
-// config: one row per variable, then the classes explained.
-func FabricRules(entries []fabric.Entry) string {
+// RuleRow is one row of a guide's table of variables: the rule set's entry,
+// and where the shipped value differs between the machine types one table
+// covers (gIB's tuner config), each machine type's value instead of
+// Entry.Value.
+type RuleRow struct {
+	fabric.Entry
+	PerMachine []MachineValue
+}
+
+// MachineValue is a shipped value on one machine type.
+type MachineValue struct{ MachineType, Value string }
+
+// Rows are the rows of entries, one value each.
+func Rows(entries []fabric.Entry) []RuleRow {
+	out := make([]RuleRow, len(entries))
+	for i, e := range entries {
+		out[i] = RuleRow{Entry: e}
+	}
+	return out
+}
+
+// FabricRules is a guide's table of what a workload may tune, from a
+// fabric's rule set (rs) applied to the shipped env and the installer's
+// guest config: one row per variable, then the classes explained as rs
+// explains them.
+func FabricRules(rs *fabric.RuleSet, rows []RuleRow) string {
 	var b strings.Builder
 	b.WriteString("| variable | shipped value | may a workload change it? | why |\n|---|---|---|---|\n")
-	for _, e := range entries {
+	for _, e := range rows {
 		verdict := "yes"
 		switch {
 		case e.Class.MustNotTouch():
@@ -54,11 +76,19 @@ func FabricRules(entries []fabric.Entry) string {
 		if strings.Contains(e.Name, " ") {
 			name = escape(e.Name)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", name, cell(e.Value), verdict, escape(e.Why))
+		value := cell(e.Value)
+		if len(e.PerMachine) > 0 {
+			per := make([]string, len(e.PerMachine))
+			for i, m := range e.PerMachine {
+				per[i] = m.MachineType + ": " + cell(m.Value)
+			}
+			value = strings.Join(per, "; ")
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", name, value, verdict, escape(e.Why))
 	}
 	b.WriteString("\n")
 	for _, c := range fabric.Classes {
-		fmt.Fprintf(&b, "- **%s**: %s\n", c, escape(c.Doc()))
+		fmt.Fprintf(&b, "- **%s**: %s\n", c, escape(rs.ClassDoc(c)))
 	}
 	return b.String()
 }

@@ -35,8 +35,9 @@ func gibManifests() []string {
 	return out
 }
 
-// DocFiles are the user guides whose YAML examples are manifests too.
-var DocFiles = []string{"docs/tcpxo-workloads.md"}
+// DocFiles are the user guides whose YAML examples are manifests too: the
+// TCPXO guide and the gIB one.
+var DocFiles = []string{"docs/tcpxo-workloads.md", "docs/gib-workloads.md"}
 
 // Manifest is one emitted file, split into objects.
 type Manifest struct {
