@@ -24,6 +24,9 @@ type Fabric struct {
 	// Runtime is the shipped ClusterTrainingRuntime's name (a fabric whose
 	// env differs per machine type ships one per type, RuntimeFor).
 	Runtime string
+	// Benchmark is the name of the NCCL benchmark derived from Runtime
+	// (one per machine type where the runtime is, BenchmarkFor).
+	Benchmark string
 	// InstallerDaemonSet is the node component that prepares a node.
 	InstallerDaemonSet string
 	// rules is the fabric's rule set (Rules).
@@ -64,6 +67,7 @@ var (
 			{Name: "a3-megagpu-8g", Accelerator: "nvidia-h100-mega-80gb", GPUName: "NVIDIA H100 80GB HBM3"},
 		},
 		Runtime:            names.Runtime,
+		Benchmark:          names.Benchmark,
 		InstallerDaemonSet: names.InstallerDaemonSet,
 		rules:              TCPXORules,
 	}
@@ -75,6 +79,7 @@ var (
 			{Name: "a4-highgpu-8g", Accelerator: "nvidia-b200", GPUName: "NVIDIA B200"},
 		},
 		Runtime:            names.RuntimeRDMA,
+		Benchmark:          names.BenchmarkRDMA,
 		InstallerDaemonSet: names.InstallerDaemonSetRDMA,
 		rules:              GIBRules,
 	}
@@ -152,6 +157,9 @@ func (f Fabric) Accelerators() []string {
 // RuntimeFor is the name of the runtime f ships for machine type mt when
 // its env differs per machine type: the role name with the machine type.
 func (f Fabric) RuntimeFor(mt string) string { return f.Runtime + "-" + mt }
+
+// BenchmarkFor is the name of the benchmark derived from RuntimeFor(mt).
+func (f Fabric) BenchmarkFor(mt string) string { return f.Benchmark + "-" + mt }
 
 // ForMachineType returns the fabric that serves machine type mt (the
 // node.kubernetes.io/instance-type value). A machine type no fabric

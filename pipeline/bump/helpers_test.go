@@ -41,7 +41,7 @@ func checkoutParts(t testing.TB, src string) []string {
 		runtimes.GoldenRuntime, runtimes.GoldenComponents, benchmark.GoldenPath, docgen.CompatDoc, emit.FixtureGolden,
 		admission.GoldenPath, admission.GoldenEnforcePath, generated.GIBFactsFile, runtimes.GoldenRDMAComponents}
 	for _, mt := range fabric.GIB.MachineTypeNames() {
-		rels = append(rels, runtimes.GoldenRDMARuntime(mt))
+		rels = append(rels, runtimes.GoldenRDMARuntime(mt), runtimes.GoldenRDMABenchmark(mt))
 	}
 	rels = append(rels, bomcheck.DocFiles...)
 	compat, err := filepath.Glob(filepath.Join(src, "validators/realize/testdata/compat-*.json"))
@@ -52,7 +52,7 @@ func checkoutParts(t testing.TB, src string) []string {
 		rel, _ := filepath.Rel(src, p)
 		rels = append(rels, filepath.ToSlash(rel))
 	}
-	for _, tree := range []string{extract.TestdataDir, extract.DaemonTestdataDir, extract.GIBTestdataDir} {
+	for _, tree := range []string{extract.TestdataDir, extract.DaemonTestdataDir, extract.GIBTestdataDir, extract.GIBDiagnosticTestdataDir} {
 		err := filepath.WalkDir(filepath.Join(src, tree), func(p string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return err

@@ -56,7 +56,7 @@ const (
 
 // The gIB diagnostic image's layout: what Google's NCCL test for A3 Ultra
 // and A4 runs from it (nccl-tests over MPI, sshd on port 222; the project's
-// gIB facts, gib-facts.md). Where the MPI build sits is tcpxogen's BELIEF,
+// facts for gIB). Where the MPI build sits is tcpxogen's BELIEF,
 // written down in testdata/gib-diagnostic/v1.1.2/README.md: the path
 // TCPXO's installer image uses, and its sshd_config at the standard
 // place. No public Dockerfile or source of the image exists; an image that
