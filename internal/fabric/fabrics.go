@@ -42,6 +42,9 @@ type MachineType struct {
 	// GPUName is what `nvidia-smi --query-gpu=name` prints on such a node:
 	// the answer the profile sandbox gives a script that probes the GPU.
 	GPUName string
+	// GPU is the recipe's criteria.accelerator value for the machine's GPU
+	// (h100, h200, b200).
+	GPU string
 }
 
 // Node labels that identify a machine.
@@ -64,7 +67,7 @@ var (
 		Name:  "tcpxo",
 		Title: "GPUDirect-TCPXO",
 		MachineTypes: []MachineType{
-			{Name: "a3-megagpu-8g", Accelerator: "nvidia-h100-mega-80gb", GPUName: "NVIDIA H100 80GB HBM3"},
+			{Name: "a3-megagpu-8g", Accelerator: "nvidia-h100-mega-80gb", GPUName: "NVIDIA H100 80GB HBM3", GPU: "h100"},
 		},
 		Runtime:            names.Runtime,
 		Benchmark:          names.Benchmark,
@@ -75,8 +78,8 @@ var (
 		Name:  "gib",
 		Title: "GPUDirect-RDMA (NCCL/gIB)",
 		MachineTypes: []MachineType{
-			{Name: "a3-ultragpu-8g", Accelerator: "nvidia-h200-141gb", GPUName: "NVIDIA H200"},
-			{Name: "a4-highgpu-8g", Accelerator: "nvidia-b200", GPUName: "NVIDIA B200"},
+			{Name: "a3-ultragpu-8g", Accelerator: "nvidia-h200-141gb", GPUName: "NVIDIA H200", GPU: "h200"},
+			{Name: "a4-highgpu-8g", Accelerator: "nvidia-b200", GPUName: "NVIDIA B200", GPU: "b200"},
 		},
 		Runtime:            names.RuntimeRDMA,
 		Benchmark:          names.BenchmarkRDMA,
@@ -130,6 +133,16 @@ func (f Fabric) Rules() *RuleSet { return f.rules }
 // MachineType returns the machine type of f named name.
 func (f Fabric) MachineType(name string) (MachineType, bool) {
 	i := slices.IndexFunc(f.MachineTypes, func(m MachineType) bool { return m.Name == name })
+	if i < 0 {
+		return MachineType{}, false
+	}
+	return f.MachineTypes[i], true
+}
+
+// MachineTypeForGPU returns the machine type of f whose GPU is gpu (a
+// recipe's criteria.accelerator: h200).
+func (f Fabric) MachineTypeForGPU(gpu string) (MachineType, bool) {
+	i := slices.IndexFunc(f.MachineTypes, func(m MachineType) bool { return m.GPU == gpu })
 	if i < 0 {
 		return MachineType{}, false
 	}
