@@ -72,7 +72,8 @@ func Render(root string, in *runtimes.Inputs) (map[string][]byte, error) {
 }
 
 // renderGIB adds the gIB fabric's goldens: its runtime for each machine
-// type it serves, rendered with Google's network names, and its components.
+// type it serves, rendered with Google's network names, the benchmark
+// derived from each, and its components.
 func renderGIB(in *runtimes.Inputs, files map[string][]byte) error {
 	for _, mt := range fabric.GIB.MachineTypes {
 		rt, err := runtimes.RDMARuntime(in, runtimes.RDMAOptions{Interfaces: runtimes.ExampleRDMAInterfaces(), MachineType: mt.Name})
@@ -85,6 +86,9 @@ func renderGIB(in *runtimes.Inputs, files map[string][]byte) error {
 			"Render the runtime for your cluster with:",
 			"  tcpxogen render runtime --fabric gib --machine-type "+mt.Name+" --interfaces eth2=<network>,...,eth9=<network>")
 		if files[runtimes.GoldenRDMARuntime(mt.Name)], err = runtimes.Encode(runtimes.FormatYAML, header, rt); err != nil {
+			return err
+		}
+		if files[runtimes.GoldenRDMABenchmark(mt.Name)], err = benchmark.GIBGolden(rt, in.GIB, mt.Name); err != nil {
 			return err
 		}
 	}

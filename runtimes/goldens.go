@@ -41,6 +41,13 @@ const GoldenRDMAComponents = "runtimes/components-rdma.yaml"
 // GoldenRDMARuntime is the golden of the gIB runtime for machine type mt.
 func GoldenRDMARuntime(mt string) string { return "runtimes/" + fabric.GIB.RuntimeFor(mt) + ".yaml" }
 
+// GoldenRDMABenchmark is the golden of the NCCL benchmark derived from the
+// gIB runtime for machine type mt (package benchmark writes it; the
+// coupling check holds it to the derivation).
+func GoldenRDMABenchmark(mt string) string {
+	return "runtimes/" + fabric.GIB.BenchmarkFor(mt) + ".yaml"
+}
+
 // ExampleRDMAInterfaces is the mapping the gIB goldens are rendered with:
 // the network names Google's docs and manifests use (rdma-0..rdma-7 on
 // eth2..eth9; container-engine-accelerators gpudirect-rdma/nccl-test.yaml).

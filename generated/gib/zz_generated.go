@@ -151,6 +151,9 @@ func Facts() facts.Facts {
 		Scripts: []string{
 			"/scripts/container_entry.sh",
 		},
+		SSHDPort:         222,
+		AllReducePerfMPI: "/third_party/nccl-tests-mpi/build/all_reduce_perf",
+		AllGatherPerfMPI: "/third_party/nccl-tests-mpi/build/all_gather_perf",
 		MachineProfiles: []facts.MachineProfile{
 			{
 				MachineType: "a3-ultragpu-8g",
@@ -282,6 +285,9 @@ func Facts() facts.Facts {
 			"/usr/local/gib/configs/tuner_config_a4.txtpb",
 		},
 		DiagnosticImage: "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-diagnostic:v1.1.2@sha256:61c917022538e59d24f597038a8ad7087a026d60715256ae39e7f06ef20ebde0",
+		DiagnosticEntrypoint: []string{
+			"/scripts/container_entry.sh",
+		},
 		Provenance: facts.Provenance{
 			Pinned:                   "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.2@sha256:b71627dcf88862cd0e64434dfd0224441960db58f2022f94b5f56123659c207e",
 			Source:                   "testdata",
@@ -291,6 +297,14 @@ func Facts() facts.Facts {
 			Substituted:              true,
 			DefaultProfileSHA256:     "21d6de5f55ac8ee60f85a5f732fb45a7d71243c8c136731019c26c3a524be4e4",
 			DefaultGuestConfigSHA256: "f26669ec83b5bb47a1c03b5ac97ee74c6c4af580213950fcd3266f3ecaf8dec2",
+		},
+		DiagnosticProvenance: facts.ImageProvenance{
+			Pinned:      "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-diagnostic:v1.1.2@sha256:61c917022538e59d24f597038a8ad7087a026d60715256ae39e7f06ef20ebde0",
+			Source:      "testdata",
+			Kind:        "testdata",
+			Read:        "testdata/gib-diagnostic/v1.1.2@sha256:b27c7818bafd32e62f84f183c5ca7eebb0ccca629f6a859b1253d6df6816ef18",
+			Digest:      "sha256:b27c7818bafd32e62f84f183c5ca7eebb0ccca629f6a859b1253d6df6816ef18",
+			Substituted: true,
 		},
 	}
 }

@@ -24,6 +24,9 @@ type Fabric struct {
 	// Runtime is the shipped ClusterTrainingRuntime's name (a fabric whose
 	// env differs per machine type ships one per type, RuntimeFor).
 	Runtime string
+	// Benchmark is the name of the NCCL benchmark derived from Runtime
+	// (one per machine type where the runtime is, BenchmarkFor).
+	Benchmark string
 	// InstallerDaemonSet is the node component that prepares a node.
 	InstallerDaemonSet string
 	// rules is the fabric's rule set (Rules).
@@ -39,6 +42,9 @@ type MachineType struct {
 	// GPUName is what `nvidia-smi --query-gpu=name` prints on such a node:
 	// the answer the profile sandbox gives a script that probes the GPU.
 	GPUName string
+	// GPU is the recipe's criteria.accelerator value for the machine's GPU
+	// (h100, h200, b200).
+	GPU string
 }
 
 // Node labels that identify a machine.
@@ -61,9 +67,10 @@ var (
 		Name:  "tcpxo",
 		Title: "GPUDirect-TCPXO",
 		MachineTypes: []MachineType{
-			{Name: "a3-megagpu-8g", Accelerator: "nvidia-h100-mega-80gb", GPUName: "NVIDIA H100 80GB HBM3"},
+			{Name: "a3-megagpu-8g", Accelerator: "nvidia-h100-mega-80gb", GPUName: "NVIDIA H100 80GB HBM3", GPU: "h100"},
 		},
 		Runtime:            names.Runtime,
+		Benchmark:          names.Benchmark,
 		InstallerDaemonSet: names.InstallerDaemonSet,
 		rules:              TCPXORules,
 	}
@@ -71,10 +78,11 @@ var (
 		Name:  "gib",
 		Title: "GPUDirect-RDMA (NCCL/gIB)",
 		MachineTypes: []MachineType{
-			{Name: "a3-ultragpu-8g", Accelerator: "nvidia-h200-141gb", GPUName: "NVIDIA H200"},
-			{Name: "a4-highgpu-8g", Accelerator: "nvidia-b200", GPUName: "NVIDIA B200"},
+			{Name: "a3-ultragpu-8g", Accelerator: "nvidia-h200-141gb", GPUName: "NVIDIA H200", GPU: "h200"},
+			{Name: "a4-highgpu-8g", Accelerator: "nvidia-b200", GPUName: "NVIDIA B200", GPU: "b200"},
 		},
 		Runtime:            names.RuntimeRDMA,
+		Benchmark:          names.BenchmarkRDMA,
 		InstallerDaemonSet: names.InstallerDaemonSetRDMA,
 		rules:              GIBRules,
 	}
@@ -131,6 +139,16 @@ func (f Fabric) MachineType(name string) (MachineType, bool) {
 	return f.MachineTypes[i], true
 }
 
+// MachineTypeForGPU returns the machine type of f whose GPU is gpu (a
+// recipe's criteria.accelerator: h200).
+func (f Fabric) MachineTypeForGPU(gpu string) (MachineType, bool) {
+	i := slices.IndexFunc(f.MachineTypes, func(m MachineType) bool { return m.GPU == gpu })
+	if i < 0 {
+		return MachineType{}, false
+	}
+	return f.MachineTypes[i], true
+}
+
 // MachineTypeNames lists f's machine types in registry order.
 func (f Fabric) MachineTypeNames() []string {
 	out := make([]string, len(f.MachineTypes))
@@ -152,6 +170,9 @@ func (f Fabric) Accelerators() []string {
 // RuntimeFor is the name of the runtime f ships for machine type mt when
 // its env differs per machine type: the role name with the machine type.
 func (f Fabric) RuntimeFor(mt string) string { return f.Runtime + "-" + mt }
+
+// BenchmarkFor is the name of the benchmark derived from RuntimeFor(mt).
+func (f Fabric) BenchmarkFor(mt string) string { return f.Benchmark + "-" + mt }
 
 // ForMachineType returns the fabric that serves machine type mt (the
 // node.kubernetes.io/instance-type value). A machine type no fabric

@@ -139,10 +139,16 @@ type Facts struct {
 	// Scripts are the /scripts files the installer DaemonSet and the
 	// benchmark rely on, each verified present.
 	Scripts []string
-	// SSHDPort is the port the image's sshd_config makes sshd listen on.
+	// SSHDPort is the port the image's sshd_config makes sshd listen on:
+	// the image the fabric's NCCL tests run from (TCPXO's installer, gIB's
+	// diagnostic image).
 	SSHDPort int
-	// AllReducePerfMPI is the MPI build of all_reduce_perf, verified present.
+	// AllReducePerfMPI is the MPI build of all_reduce_perf in that image,
+	// verified present.
 	AllReducePerfMPI string
+	// AllGatherPerfMPI is the MPI build of all_gather_perf in that image,
+	// verified present (gIB: Google's test runs all_gather).
+	AllGatherPerfMPI string
 
 	// Daemon image facts. DaemonEntrypoint is the daemon image config's
 	// entrypoint; DaemonEntryScript the script it runs; DaemonEntryScriptMode
@@ -167,6 +173,8 @@ type Facts struct {
 	// DiagnosticImage is the image a fabric's NCCL tests run from, when it
 	// is not the installer (gIB's nccl-plugin-gib-diagnostic), by digest.
 	DiagnosticImage string
+	// DiagnosticEntrypoint is that image config's entrypoint.
+	DiagnosticEntrypoint []string
 
 	// Refused lists external commands the profile sandbox refused, as
 	// "profile: command (line N)", so the skipped NIC discovery is visible.
@@ -177,6 +185,8 @@ type Facts struct {
 	Provenance Provenance
 	// DaemonProvenance says where the daemon image facts came from.
 	DaemonProvenance ImageProvenance
+	// DiagnosticProvenance says where the diagnostic image facts came from.
+	DiagnosticProvenance ImageProvenance
 }
 
 // ImageProvenance says what was pinned and what was read for one image.

@@ -41,6 +41,10 @@ const (
 	// RuntimeRDMA is the role name of the gIB runtime (NVIDIA AICR's name
 	// for it); one runtime per machine type carries it as a prefix.
 	RuntimeRDMA = "torch-distributed-rdma"
+	// BenchmarkRDMA is the role name of the NCCL benchmark derived from a
+	// gIB runtime; one per machine type carries it as a prefix, like the
+	// runtime it is derived from.
+	BenchmarkRDMA = "nccl-tests-rdma"
 	// InstallerDaemonSetRDMA is the gIB installer's DaemonSet, and its
 	// init container, as Google's nccl-rdma-installer.yaml names them.
 	InstallerDaemonSetRDMA = "nccl-rdma-installer"

@@ -42,7 +42,7 @@ func checkoutParts(t testing.TB, src string) []string {
 		runtimes.GoldenRuntime, runtimes.GoldenComponents, benchmark.GoldenPath, docgen.CompatDoc, emit.FixtureGolden,
 		admission.GoldenPath, admission.GoldenEnforcePath, admission.GoldenGIBPath, admission.GoldenGIBEnforcePath, generated.GIBFactsFile, runtimes.GoldenRDMAComponents}
 	for _, mt := range fabric.GIB.MachineTypeNames() {
-		rels = append(rels, runtimes.GoldenRDMARuntime(mt))
+		rels = append(rels, runtimes.GoldenRDMARuntime(mt), runtimes.GoldenRDMABenchmark(mt))
 	}
 	rels = append(rels, bomcheck.DocFiles...)
 	compat, err := filepath.Glob(filepath.Join(src, "validators/realize/testdata/compat-*.json"))

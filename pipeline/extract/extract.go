@@ -59,9 +59,13 @@ type Config struct {
 	// GIBSource is where the gIB installer is read (RunGIB); its kinds are
 	// those of Source. Default: testdata when Source is, else the registry.
 	GIBSource SourceSpec
-	CacheDir  string // "" disables the local cache
-	LibDir    string // NCCL_LIB_DIR for profile evaluation; default DefaultLibDir
-	Limits    imagefs.Limits
+	// GIBDiagnosticSource is where the gIB diagnostic image is read
+	// (RunGIB); its kinds are those of Source. Default: the source the
+	// committed gIB facts record for it, else DefaultDaemonSource(GIBSource).
+	GIBDiagnosticSource SourceSpec
+	CacheDir            string // "" disables the local cache
+	LibDir              string // NCCL_LIB_DIR for profile evaluation; default DefaultLibDir
+	Limits              imagefs.Limits
 	// MaxLibraryBytes bounds one plugin library read for its dynamic
 	// section; 0 means MaxPluginLibraryBytes.
 	MaxLibraryBytes int64

@@ -54,6 +54,19 @@ const (
 	GIBDiagnosticTestdataDir = "testdata/gib-diagnostic"
 )
 
+// The gIB diagnostic image's layout: what Google's NCCL test for A3 Ultra
+// and A4 runs from it (nccl-tests over MPI, sshd on port 222; the project's
+// facts for gIB). Where the MPI build sits is tcpxogen's BELIEF,
+// written down in testdata/gib-diagnostic/v1.1.2/README.md: the path
+// TCPXO's installer image uses, and its sshd_config at the standard
+// place. No public Dockerfile or source of the image exists; an image that
+// lacks a file here is refused with where it has the nccl-tests binaries.
+const (
+	GIBNCCLTestsDir         = "/third_party/nccl-tests-mpi/build"
+	GIBAllGatherPerfMPIPath = GIBNCCLTestsDir + "/all_gather_perf"
+	GIBAllReducePerfMPIPath = GIBNCCLTestsDir + "/all_reduce_perf"
+)
+
 // gpuNameProbe is the one machine probe the sandbox answers for gIB's env
 // script: the GPU's name, from which a script can tell A3 Ultra (H200) from
 // A4 (B200). Any other probe is refused, and an export that depends on it
@@ -72,26 +85,45 @@ func machineAnswers(m fabric.MachineType) []profile.Answer {
 // runs, from cfg.GIBSource (by default the source the committed
 // generated/gib records, so a regeneration or a TCPXO bump re-reads gIB
 // from where it was last read).
+//
+// The diagnostic image (cfg.GIBDiagnosticSource, by default the source the
+// committed generated/gib records for it, else the installer's when that
+// is the bundled reconstruction, else the registry) gives the benchmark's
+// facts: the port its sshd_config sets, its MPI builds of all_gather_perf
+// and all_reduce_perf, and its entrypoint.
 func RunGIB(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.LibDir == "" {
 		cfg.LibDir = DefaultLibDir
 	}
-	if cfg.GIBSource.Kind == "" {
-		spec, err := RecordedGIBSource(cfg.Root)
+	if cfg.GIBSource.Kind == "" || cfg.GIBDiagnosticSource.Kind == "" {
+		installer, diagnostic, err := RecordedGIBSources(cfg.Root)
 		if err != nil {
 			return nil, err
 		}
-		cfg.GIBSource = spec
+		if cfg.GIBSource.Kind == "" {
+			cfg.GIBSource = installer
+		}
+		if cfg.GIBDiagnosticSource.Kind == "" {
+			cfg.GIBDiagnosticSource = diagnostic
+			if diagnostic.Kind == "" {
+				cfg.GIBDiagnosticSource = DefaultDaemonSource(cfg.GIBSource)
+			}
+		}
 	}
 	pin := cfg.BOM.Images.GIBInstaller
 	src, err := openImage(cfg, cfg.GIBSource, pin.Reference, GIBTestdataDir, pin.Version)
 	if err != nil {
 		return nil, err
 	}
-	return runGIB(ctx, cfg, src)
+	diag := cfg.BOM.Images.GIBDiagnostic
+	dsrc, err := openImage(cfg, cfg.GIBDiagnosticSource, diag.Reference, GIBDiagnosticTestdataDir, diag.Version)
+	if err != nil {
+		return nil, err
+	}
+	return runGIB(ctx, cfg, src, dsrc)
 }
 
-func runGIB(ctx context.Context, cfg Config, src imagesource.Source) (*Result, error) {
+func runGIB(ctx context.Context, cfg Config, src, dsrc imagesource.Source) (*Result, error) {
 	pin := cfg.BOM.Images.GIBInstaller
 	img, err := src.Image(ctx)
 	if err != nil {
@@ -151,28 +183,124 @@ func runGIB(ctx context.Context, cfg Config, src imagesource.Source) (*Result, e
 	p := src.Describe()
 	f.Provenance.Pinned, f.Provenance.Source = pin.Reference, cfg.GIBSource.Raw
 	f.Provenance.Kind, f.Provenance.Read, f.Provenance.Digest, f.Provenance.Substituted = p.Kind, p.Read, p.Digest, p.Substituted
+	if err := diagnosticFacts(ctx, cfg, dsrc, f); err != nil {
+		return nil, err
+	}
 	return &Result{Facts: f, Scan: scan.Stats}, nil
 }
 
-// RecordedGIBSource is the source the committed gIB facts under root were
-// read from; testdata (the bundled reconstruction) when there are none yet.
-func RecordedGIBSource(root string) (SourceSpec, error) {
+// diagnosticFacts reads what the gIB benchmark runs from the diagnostic
+// image: the port its sshd_config sets, its MPI builds of all_gather_perf
+// and all_reduce_perf (present, never guessed), and its entrypoint. An
+// image without a Port line is refused: Google's test dials the port the
+// image sets (222), and an image that sets none is not the one we believe
+// in.
+func diagnosticFacts(ctx context.Context, cfg Config, dsrc imagesource.Source, f *facts.Facts) error {
+	pin := cfg.BOM.Images.GIBDiagnostic
+	what := "gIB diagnostic image " + pin.Version
+	img, err := dsrc.Image(ctx)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", what, err)
+	}
+	scan, err := imagefs.Scan(ctx, img, []imagefs.Want{
+		{Path: SSHDConfigPath, Content: true},
+		{Path: GIBAllGatherPerfMPIPath},
+		{Path: GIBAllReducePerfMPIPath},
+	}, imagefs.WithLimits(cfg.Limits))
+	var missing *imagefs.MissingError
+	if errors.As(err, &missing) {
+		return diagnosticLayoutError(ctx, cfg, img, what, missing)
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", what, err)
+	}
+	port, set, err := sshdPortSet(SSHDConfigPath, scan.Files[SSHDConfigPath].Data)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s: %w", what, err)
+	case !set:
+		return fmt.Errorf("%s: %s sets no Port: Google's NCCL test dials the port the diagnostic image's sshd listens on (222), so tcpxogen reads it from this file and will not assume sshd's default; check the image's sshd setup and correct pipeline/extract/gib.go and %s/%s/README.md",
+			what, SSHDConfigPath, GIBDiagnosticTestdataDir, pin.Version)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return fmt.Errorf("read %s image config: %w", what, err)
+	}
+	f.SSHDPort = port
+	f.AllGatherPerfMPI, f.AllReducePerfMPI = GIBAllGatherPerfMPIPath, GIBAllReducePerfMPIPath
+	f.DiagnosticEntrypoint = slices.Clone(cf.Config.Entrypoint)
+	p := dsrc.Describe()
+	f.DiagnosticProvenance = facts.ImageProvenance{Pinned: pin.Reference, Source: cfg.GIBDiagnosticSource.Raw,
+		Kind: p.Kind, Read: p.Read, Digest: p.Digest, Substituted: p.Substituted}
+	if cfg.GIBDiagnosticSource.Kind == SourceOCILayout {
+		// The directory as the user named it, as Run records the installer's.
+		f.DiagnosticProvenance.Read = cfg.GIBDiagnosticSource.Arg + "@" + p.Digest
+	}
+	return nil
+}
+
+// perfNames are the files a diagnostic layout refusal reports: every
+// nccl-tests binary and sshd_config, wherever the image has them.
+var perfNames = regexp.MustCompile(`(^|/)([a-z_]+_perf(_mpi)?|sshd_config)$`)
+
+// diagnosticLayoutError refuses a diagnostic image that lacks the sshd
+// config or an MPI perf binary, naming each missing file and listing where
+// the image has nccl-tests binaries and sshd configs.
+func diagnosticLayoutError(ctx context.Context, cfg Config, img v1.Image, what string, missing *imagefs.MissingError) error {
+	var lacks []string
+	for _, p := range missing.Paths {
+		switch p {
+		case SSHDConfigPath:
+			lacks = append(lacks, p+" (the port the benchmark's sshd listens on and the launcher dials)")
+		default:
+			lacks = append(lacks, p+" (the MPI build of "+path.Base(p)+" the benchmark runs)")
+		}
+	}
+	found, err := locate(ctx, cfg, img, perfNames)
+	where := "the image has no *_perf binary and no sshd_config anywhere"
+	switch {
+	case err != nil:
+		where = "listing where the image has them failed: " + err.Error()
+	case len(found) > 0:
+		if len(found) > 20 {
+			found = append(found[:20], fmt.Sprintf("… %d more", len(found)-20))
+		}
+		where = "the image has " + strings.Join(found, ", ")
+	}
+	return fmt.Errorf("%s lacks %s: %w; %s. The layout is a belief (no public source exists): check the real image and correct it in pipeline/extract/gib.go and %s/%s/README.md",
+		what, strings.Join(lacks, ", "), missing, where, GIBDiagnosticTestdataDir, cfg.BOM.Images.GIBDiagnostic.Version)
+}
+
+// RecordedGIBSources are the sources the committed gIB facts under root
+// were read from, the installer's and the diagnostic image's; testdata for
+// both when there are none yet, and a zero diagnostic source when the
+// facts record none.
+func RecordedGIBSources(root string) (installer, diagnostic SourceSpec, err error) {
 	p := filepath.Join(root, filepath.FromSlash(generated.GIBFactsFile))
 	src, err := inputfile.Read(p, inputfile.Spec{What: "generated file", Max: inputfile.MaxSource})
 	if errors.Is(err, fs.ErrNotExist) {
-		return SourceSpec{Kind: SourceTestdata, Raw: SourceTestdata}, nil
+		td := SourceSpec{Kind: SourceTestdata, Raw: SourceTestdata}
+		return td, td, nil
 	}
 	if err != nil {
-		return SourceSpec{}, fmt.Errorf("read recorded gIB provenance: %w", err)
+		return SourceSpec{}, SourceSpec{}, fmt.Errorf("read recorded gIB provenance: %w", err)
 	}
 	f, err := emit.ParseLiteral(generated.GIBFactsFile, src)
 	if err != nil {
-		return SourceSpec{}, fmt.Errorf("read recorded gIB provenance: %w (restore the file with git checkout)", err)
+		return SourceSpec{}, SourceSpec{}, fmt.Errorf("read recorded gIB provenance: %w (restore the file with git checkout)", err)
 	}
 	if f.Provenance.Source == "" {
-		return SourceSpec{}, fmt.Errorf("%s records no source: restore the file with git checkout", generated.GIBFactsFile)
+		return SourceSpec{}, SourceSpec{}, fmt.Errorf("%s records no source: restore the file with git checkout", generated.GIBFactsFile)
 	}
-	return ParseSource(f.Provenance.Source)
+	if installer, err = ParseSource(f.Provenance.Source); err != nil {
+		return SourceSpec{}, SourceSpec{}, err
+	}
+	if f.DiagnosticProvenance.Source != "" {
+		if diagnostic, err = ParseSource(f.DiagnosticProvenance.Source); err != nil {
+			return SourceSpec{}, SourceSpec{}, fmt.Errorf("%s diagnostic source: %w", generated.GIBFactsFile, err)
+		}
+	}
+	return installer, diagnostic, nil
 }
 
 // evaluateOn runs the env script as machine type m would: in the sandbox,
@@ -299,7 +427,9 @@ func layoutError(ctx context.Context, cfg Config, img v1.Image, what string, mis
 }
 
 // locate walks every layer of img for regular files whose path matches re,
-// within the scan limits: a refusal's evidence, not a read of facts.
+// within the scan limits: a refusal's evidence, not a read of facts. A
+// file a later layer deletes (a whiteout, an opaque directory) is not
+// listed.
 func locate(ctx context.Context, cfg Config, img v1.Image, re *regexp.Regexp) ([]string, error) {
 	lim := cfg.Limits
 	if lim.MaxExpandedBytes == 0 {
@@ -320,6 +450,9 @@ func locate(ctx context.Context, cfg Config, img v1.Image, re *regexp.Regexp) ([
 			return nil, err
 		}
 		tr := tar.NewReader(rc)
+		// This layer's deletions apply to the layers below it, whatever
+		// their order in its tar; its own files are added after them.
+		var added, deleted []string
 		for {
 			h, err := tr.Next()
 			if err == io.EOF {
@@ -334,11 +467,27 @@ func locate(ctx context.Context, cfg Config, img v1.Image, re *regexp.Regexp) ([
 				return nil, fmt.Errorf("the image expands past %d bytes", lim.MaxExpandedBytes)
 			}
 			name := "/" + strings.TrimPrefix(path.Clean("/"+h.Name), "/")
-			if (h.Typeflag == tar.TypeReg || h.Typeflag == tar.TypeSymlink) && re.MatchString(name) {
-				seen[name] = true
+			dir, base := path.Split(name)
+			switch {
+			case base == ".wh..wh..opq":
+				deleted = append(deleted, path.Clean(dir))
+			case strings.HasPrefix(base, ".wh."):
+				deleted = append(deleted, path.Join(dir, strings.TrimPrefix(base, ".wh.")))
+			case (h.Typeflag == tar.TypeReg || h.Typeflag == tar.TypeSymlink) && re.MatchString(name):
+				added = append(added, name)
 			}
 		}
 		rc.Close()
+		for _, d := range deleted {
+			for name := range seen {
+				if name == d || strings.HasPrefix(name, strings.TrimSuffix(d, "/")+"/") {
+					delete(seen, name)
+				}
+			}
+		}
+		for _, name := range added {
+			seen[name] = true
+		}
 	}
 	return slices.Sorted(maps.Keys(seen)), nil
 }

@@ -24,7 +24,19 @@ import (
 func gibImage(t *testing.T, tops ...[]reconstruction.Entry) v1.Image {
 	t.Helper()
 	root := repoRoot(t)
-	tree := filepath.Join(root, GIBTestdataDir, loadBOM(t, root).Images.GIBInstaller.Version)
+	return treeImage(t, filepath.Join(root, GIBTestdataDir, loadBOM(t, root).Images.GIBInstaller.Version), tops...)
+}
+
+// diagnosticImage builds the gIB diagnostic image's reconstruction with
+// extra layers on top.
+func diagnosticImage(t *testing.T, tops ...[]reconstruction.Entry) v1.Image {
+	t.Helper()
+	root := repoRoot(t)
+	return treeImage(t, filepath.Join(root, GIBDiagnosticTestdataDir, loadBOM(t, root).Images.GIBDiagnostic.Version), tops...)
+}
+
+func treeImage(t *testing.T, tree string, tops ...[]reconstruction.Entry) v1.Image {
+	t.Helper()
 	layers, err := reconstruction.TreeLayers(tree)
 	if err != nil {
 		t.Fatal(err)
@@ -49,11 +61,20 @@ func gibImage(t *testing.T, tops ...[]reconstruction.Entry) v1.Image {
 
 func runGIBOn(t *testing.T, img v1.Image) (*Result, error) {
 	t.Helper()
+	return runGIBOnBoth(t, img, diagnosticImage(t))
+}
+
+// runGIBOnBoth extracts from the installer image img and the diagnostic
+// image diag.
+func runGIBOnBoth(t *testing.T, img, diag v1.Image) (*Result, error) {
+	t.Helper()
 	root := repoRoot(t)
 	b := loadBOM(t, root)
 	td := SourceSpec{Kind: SourceTestdata, Raw: SourceTestdata}
-	cfg := Config{Root: root, BOM: b, LibDir: DefaultLibDir, Source: td, GIBSource: td}
-	return runGIB(context.Background(), cfg, imagesource.FromImage(b.Images.GIBInstaller.Reference, imagesource.KindTestdata, "test", img))
+	cfg := Config{Root: root, BOM: b, LibDir: DefaultLibDir, Source: td, GIBSource: td, GIBDiagnosticSource: td}
+	return runGIB(context.Background(), cfg,
+		imagesource.FromImage(b.Images.GIBInstaller.Reference, imagesource.KindTestdata, "test", img),
+		imagesource.FromImage(b.Images.GIBDiagnostic.Reference, imagesource.KindTestdata, "test-diagnostic", diag))
 }
 
 func envOfProfile(env []facts.EnvVar, name string) (string, bool) {
@@ -163,7 +184,7 @@ func TestGIBFromARegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	remoteRes, err := RunGIB(context.Background(), Config{Root: root, BOM: b, Source: td, GIBSource: mustSpec(t, tag.Context().String()+"@"+d.String())})
+	remoteRes, err := RunGIB(context.Background(), Config{Root: root, BOM: b, Source: td, GIBSource: mustSpec(t, tag.Context().String()+"@"+d.String()), GIBDiagnosticSource: td})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,5 +195,70 @@ func TestGIBFromARegistry(t *testing.T) {
 	got.Provenance, want.Provenance = facts.Provenance{}, facts.Provenance{}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("registry facts differ from the offline ones (-offline +registry):\n%s", diff)
+	}
+}
+
+// The benchmark's facts come from the diagnostic image: the port its
+// sshd_config sets, its MPI builds of both collectives Google's test and
+// the benchmark run, its entrypoint, and where it was read from.
+func TestGIBDiagnosticFactsComeFromTheImage(t *testing.T) {
+	res, err := runGIBOn(t, gibImage(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := res.Facts
+	if f.SSHDPort != 222 {
+		t.Errorf("sshd port %d, want 222 (the reconstruction's sshd_config)", f.SSHDPort)
+	}
+	if f.AllGatherPerfMPI != "/third_party/nccl-tests-mpi/build/all_gather_perf" || f.AllReducePerfMPI != "/third_party/nccl-tests-mpi/build/all_reduce_perf" {
+		t.Errorf("perf binaries %q, %q", f.AllGatherPerfMPI, f.AllReducePerfMPI)
+	}
+	if !slices.Equal(f.DiagnosticEntrypoint, []string{"/scripts/container_entry.sh"}) {
+		t.Errorf("diagnostic entrypoint %q", f.DiagnosticEntrypoint)
+	}
+	b := loadBOM(t, repoRoot(t))
+	if p := f.DiagnosticProvenance; p.Pinned != b.Images.GIBDiagnostic.Reference || p.Read != "test-diagnostic" || p.Source != SourceTestdata {
+		t.Errorf("diagnostic provenance %+v", p)
+	}
+	if f.DiagnosticImage != b.Images.GIBDiagnostic.Reference {
+		t.Errorf("diagnostic image %q, want the BOM's %q", f.DiagnosticImage, b.Images.GIBDiagnostic.Reference)
+	}
+}
+
+// A diagnostic image without what the benchmark runs is a named refusal:
+// no port, a missing perf binary, a missing sshd_config.
+func TestGIBBadDiagnosticImagesAreRefused(t *testing.T) {
+	sshd := func(body string) []reconstruction.Entry {
+		return []reconstruction.Entry{{Name: "etc/ssh/sshd_config", Type: tar.TypeReg, Body: []byte(body), Mode: 0o644}}
+	}
+	for _, tc := range []struct {
+		name string
+		top  []reconstruction.Entry
+		want []string
+	}{
+		{"sshd_config sets no port", sshd("PermitRootLogin prohibit-password\n"),
+			[]string{"gIB diagnostic image v1.1.2", "/etc/ssh/sshd_config sets no Port", "222"}},
+		{"sshd_config sets two ports", sshd("Port 222\nPort 2222\n"), []string{"/etc/ssh/sshd_config sets Port on lines [1 2]"}},
+		{"sshd_config port out of range", sshd("Port 70000\n"), []string{"/etc/ssh/sshd_config line 1", "70000"}},
+		{"no sshd_config", []reconstruction.Entry{{Name: "etc/ssh/.wh.sshd_config", Type: tar.TypeReg}},
+			[]string{"lacks /etc/ssh/sshd_config (the port"}},
+		{"no all_gather_perf", []reconstruction.Entry{{Name: "third_party/nccl-tests-mpi/build/.wh.all_gather_perf", Type: tar.TypeReg}},
+			[]string{"lacks /third_party/nccl-tests-mpi/build/all_gather_perf (the MPI build of all_gather_perf", "the image has /etc/ssh/sshd_config, /third_party/nccl-tests-mpi/build/all_reduce_perf,"}},
+		{"perf binaries moved", []reconstruction.Entry{
+			{Name: "third_party/nccl-tests-mpi/.wh..wh..opq", Type: tar.TypeReg},
+			{Name: "usr/local/bin/all_gather_perf_mpi", Type: tar.TypeReg, Body: []byte("x"), Mode: 0o755},
+		}, []string{"all_gather_perf (the MPI build", "all_reduce_perf (the MPI build", "the image has", "/usr/local/bin/all_gather_perf_mpi", "pipeline/extract/gib.go"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := runGIBOnBoth(t, gibImage(t), diagnosticImage(t, tc.top))
+			if err == nil {
+				t.Fatalf("extracted %+v", res.Facts)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+		})
 	}
 }

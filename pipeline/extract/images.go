@@ -71,6 +71,13 @@ func envOf(cfg *v1.ConfigFile, name string) string {
 // accumulate in sshd, so more than one is ambiguous for the benchmark; with
 // none, sshd uses 22 unless an Include'd file (not read here) sets one.
 func sshdPort(name string, data []byte) (int, error) {
+	port, _, err := sshdPortSet(name, data)
+	return port, err
+}
+
+// sshdPortSet is sshdPort, also saying whether a Port line set the port
+// (false: sshd's default 22).
+func sshdPortSet(name string, data []byte) (int, bool, error) {
 	var ports []int
 	var lines []int
 	include := 0
@@ -85,27 +92,27 @@ func sshdPort(name string, data []byte) (int, error) {
 			include = n
 		case "port":
 			if len(fields) != 2 {
-				return 0, fmt.Errorf("%s line %d: a Port line takes one number", name, n)
+				return 0, false, fmt.Errorf("%s line %d: a Port line takes one number", name, n)
 			}
 			p, err := strconv.Atoi(fields[1])
 			if err != nil || p < 1 || p > 65535 {
-				return 0, fmt.Errorf("%s line %d: port %s is not a number from 1 to 65535", name, n, excerpt.Quote(fields[1]))
+				return 0, false, fmt.Errorf("%s line %d: port %s is not a number from 1 to 65535", name, n, excerpt.Quote(fields[1]))
 			}
 			ports, lines = append(ports, p), append(lines, n)
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return 0, fmt.Errorf("read %s: %w", name, err)
+		return 0, false, fmt.Errorf("read %s: %w", name, err)
 	}
 	switch {
 	case len(ports) > 1:
-		return 0, fmt.Errorf("%s sets Port on lines %v: sshd listens on all of them, and tcpxogen must learn which one the benchmark dials", name, lines)
+		return 0, false, fmt.Errorf("%s sets Port on lines %v: sshd listens on all of them, and tcpxogen must learn which one the benchmark dials", name, lines)
 	case len(ports) == 1:
-		return ports[0], nil
+		return ports[0], true, nil
 	case include > 0:
-		return 0, fmt.Errorf("%s sets no Port but includes other files (line %d): tcpxogen reads only the main file and cannot tell the port", name, include)
+		return 0, false, fmt.Errorf("%s sets no Port but includes other files (line %d): tcpxogen reads only the main file and cannot tell the port", name, include)
 	}
-	return 22, nil
+	return 22, false, nil
 }
 
 // daemonFacts extracts the tcpxo-daemon's entrypoint and the mode of the

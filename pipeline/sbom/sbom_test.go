@@ -133,9 +133,10 @@ func TestEveryPulledBOMImageIsListedOnceWithItsPURL(t *testing.T) {
 			containers++
 		}
 	}
-	// Every role of the shipped tree is pulled by some manifest but the gIB
-	// diagnostic image, which only the gIB NCCL benchmark will pull (not
-	// shipped yet): the SBOM lists what manifests pull, so it omits it.
+	// Every role of the shipped tree is pulled by the runtimes or the
+	// components but the gIB diagnostic image, which only the gIB NCCL
+	// benchmark pulls: the SBOM lists what the runtimes and components
+	// pull, so it omits it.
 	roles := slices.DeleteFunc(in.BOM.ImageRoles(), func(r bom.Role) bool { return r.Name == bom.RoleGIBDiagnostic })
 	if containers != len(roles) {
 		t.Errorf("%d container components, want one per BOM role (%d)", containers, len(roles))

@@ -21,6 +21,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/runtimes"
@@ -31,10 +32,88 @@ import (
 const (
 	DefaultNumNodes int32 = 2
 	// DefaultMinBytes and DefaultMaxBytes are the benchmark conventions'
-	// message sizes; the measured value is the busbw at the largest.
+	// message sizes (TCPXO's; a fabric may set its own largest size,
+	// Fabric.MaxBytes); the measured value is the busbw at the largest.
 	DefaultMinBytes = "1K"
 	DefaultMaxBytes = "16G"
 )
+
+// The nccl-tests collectives a benchmark runs (the --collective values);
+// each runs the MPI build of <collective>_perf.
+const (
+	AllReduce = "all_reduce"
+	AllGather = "all_gather"
+)
+
+// Fabric is what deriving the benchmark needs to know about the fabric of
+// the runtime it is derived from. Everything else (the MPI launcher, sshd,
+// the copied wiring, the forwarded env) is the same for every fabric.
+type Fabric struct {
+	// Name is the fabric registry's name (internal/fabric).
+	Name string
+	// Short names the fabric where a message says what a one-node number
+	// says nothing about.
+	Short string
+	// Benchmark is the default Params.Name.
+	Benchmark string
+	// ImageRole names the image the benchmark runs from by default, for
+	// messages ("installer image").
+	ImageRole string
+	// Remedy says where a runtime fit to derive from comes from.
+	Remedy string
+	// Sidecar, when set, is the init container the node pod must carry as
+	// a native sidecar: without it NCCL cannot use the GPU NICs.
+	Sidecar string
+	// NodeFirst requires the node container to be the pod's first
+	// container: GKE gives RDMA device files only to the pod's first
+	// non-init container.
+	NodeFirst bool
+	// RankPrelude, when set, is the program each rank runs through /bin/sh
+	// before the perf binary (it ends by exec'ing it); "" runs the perf
+	// binary directly.
+	RankPrelude string
+	// Collectives are the collectives the benchmark may run, the default
+	// first.
+	Collectives []string
+	// MaxBytes is the default largest message size.
+	MaxBytes string
+}
+
+// TCPXO is the benchmark of torch-distributed-tcpxo: all_reduce from the
+// installer image, the tcpxo-daemon sidecar required, every rank raising
+// its open-files limit first as Google's MPI entry does.
+var TCPXO = Fabric{
+	Name:        fabric.TCPXO.Name,
+	Short:       "TCPXO",
+	Benchmark:   names.Benchmark,
+	ImageRole:   "installer image",
+	Remedy:      "derive from " + names.Runtime + " as `tcpxogen render runtime` renders it or as deployed",
+	Sidecar:     names.DaemonContainer,
+	RankPrelude: RankPrelude,
+	Collectives: []string{AllReduce},
+	MaxBytes:    DefaultMaxBytes,
+}
+
+// GIB is the benchmark of a gIB runtime (torch-distributed-rdma-<machine
+// type>): all_gather (Google's test, whose 2-node busbw Google publishes)
+// or all_reduce, from the diagnostic image, up to 8G as Google's test runs
+// (`run_nccl_tests.sh -t all_gather -b 1K -e 8G`), with the node container
+// first. No rank prelude: the open-files limit is Google's TCPXO MPI
+// entry's (FasTrak's sockets); the script gIB's test runs is not public,
+// so nothing is added that no source shows.
+var GIB = Fabric{
+	Name:        fabric.GIB.Name,
+	Short:       "gIB",
+	Benchmark:   names.BenchmarkRDMA,
+	ImageRole:   "diagnostic image",
+	Remedy:      "derive from " + fabric.GIB.RuntimeFor("<machine type>") + " as `tcpxogen render runtime --fabric gib --machine-type <machine type>` renders it or as deployed",
+	NodeFirst:   true,
+	Collectives: []string{AllGather, AllReduce},
+	MaxBytes:    "8G",
+}
+
+// Perf is the nccl-tests binary of collective c.
+func Perf(c string) string { return c + "_perf" }
 
 // Fixed parts of the derived runtime.
 const (
@@ -54,16 +133,19 @@ const (
 // Params are the benchmark's own inputs; everything else comes from the
 // shipped runtime.
 type Params struct {
+	// Fabric is the shipped runtime's fabric; the zero value is TCPXO.
+	Fabric Fabric
 	// Namespace is required: a TrainingRuntime is namespaced, and only
 	// TrainJobs in its namespace can reference it.
 	Namespace string
-	// Name defaults to names.Benchmark.
+	// Name defaults to Fabric.Benchmark.
 	Name string
 	// Image is required: an nccl-tests image with OpenMPI mpirun, sshd and
-	// all_reduce_perf built with MPI=1, pinned as repo:tag@sha256:<64 hex>.
-	// ParamsFor gives the pinned installer image, which is the image Google
-	// runs nccl-tests from. See the package documentation for everything
-	// the image must provide.
+	// the collective's perf binary built with MPI=1, pinned as
+	// repo:tag@sha256:<64 hex>. ParamsFor gives the pinned installer image,
+	// which is the image Google runs TCPXO's nccl-tests from; GIBParamsFor
+	// the pinned diagnostic image, gIB's. See the package documentation for
+	// everything the image must provide.
 	Image string
 	// NumNodes defaults to DefaultNumNodes and must be at least 2: on one
 	// node NCCL uses NVLink only and the number says nothing about the GPU
@@ -72,10 +154,13 @@ type Params struct {
 	// MinBytes and MaxBytes are nccl-tests sizes (a number with an optional
 	// K, M or G suffix); they default to DefaultMinBytes and DefaultMaxBytes.
 	MinBytes, MaxBytes string
-	// AllReducePerf is required: the absolute path of the MPI build of
-	// all_reduce_perf in Image. Absolute because ranks start in an ssh
-	// session, whose PATH is sshd's, not the image's.
-	AllReducePerf string
+	// Collective is the collective the benchmark runs, one of
+	// Fabric.Collectives; it defaults to the first.
+	Collective string
+	// Perf is required: the absolute path of the MPI build of the
+	// collective's perf binary in Image. Absolute because ranks start in
+	// an ssh session, whose PATH is sshd's, not the image's.
+	Perf string
 	// SSHPort is required: the port the node pods' sshd listens on and the
 	// launcher's ssh dials.
 	SSHPort int
@@ -86,7 +171,21 @@ type Params struct {
 // it), its MPI build of all_reduce_perf and the port its sshd_config sets.
 // The caller fills Namespace and may override the rest.
 func ParamsFor(p facts.Facts) Params {
-	return Params{Image: p.InstallerImage, AllReducePerf: p.AllReducePerfMPI, SSHPort: p.SSHDPort}
+	return Params{Fabric: TCPXO, Image: p.InstallerImage, Collective: AllReduce, Perf: p.AllReducePerfMPI, SSHPort: p.SSHDPort}
+}
+
+// GIBParamsFor returns the benchmark parameters of the gIB runtime for
+// machine type mt, read from the pinned diagnostic image (the image
+// Google's NCCL test for A3 Ultra and A4 runs nccl-tests from): the image
+// itself, its MPI build of collective's perf binary ("" for GIB's default,
+// all_gather) and the port its sshd_config sets. The caller fills
+// Namespace and may override the rest.
+func GIBParamsFor(p facts.Facts, mt, collective string) Params {
+	if collective == "" {
+		collective = GIB.Collectives[0]
+	}
+	perf := map[string]string{AllGather: p.AllGatherPerfMPI, AllReduce: p.AllReducePerfMPI}[collective]
+	return Params{Fabric: GIB, Name: fabric.GIB.BenchmarkFor(mt), Image: p.DiagnosticImage, Collective: collective, Perf: perf, SSHPort: p.SSHDPort}
 }
 
 // ErrParams is wrapped by every error about Params.
@@ -120,8 +219,11 @@ func parseSize(s string) (uint64, bool) {
 
 // withDefaults returns p with defaults applied, or every problem at once.
 func (p Params) withDefaults() (Params, error) {
+	if p.Fabric.Name == "" {
+		p.Fabric = TCPXO
+	}
 	if p.Name == "" {
-		p.Name = names.Benchmark
+		p.Name = p.Fabric.Benchmark
 	}
 	if p.NumNodes == 0 {
 		p.NumNodes = DefaultNumNodes
@@ -130,8 +232,12 @@ func (p Params) withDefaults() (Params, error) {
 		p.MinBytes = DefaultMinBytes
 	}
 	if p.MaxBytes == "" {
-		p.MaxBytes = DefaultMaxBytes
+		p.MaxBytes = p.Fabric.MaxBytes
 	}
+	if p.Collective == "" && len(p.Fabric.Collectives) > 0 {
+		p.Collective = p.Fabric.Collectives[0]
+	}
+	perf := Perf(p.Collective)
 
 	var probs []string
 	switch {
@@ -145,11 +251,15 @@ func (p Params) withDefaults() (Params, error) {
 	if errs := validation.IsDNS1123Subdomain(p.Name); len(errs) > 0 {
 		probs = append(probs, fmt.Sprintf("name %q is not a valid object name: %s", p.Name, strings.Join(errs, "; ")))
 	}
-	if prob := imageProblem(p.Image); prob != "" {
+	if prob := imageProblem(p.Image, perf, p.Fabric.ImageRole); prob != "" {
 		probs = append(probs, prob)
 	}
 	if p.NumNodes < 2 {
-		probs = append(probs, fmt.Sprintf("numNodes %d: the benchmark needs at least 2 nodes; on one node NCCL never touches the GPU NICs, so its number says nothing about TCPXO", p.NumNodes))
+		probs = append(probs, fmt.Sprintf("numNodes %d: the benchmark needs at least 2 nodes; on one node NCCL never touches the GPU NICs, so its number says nothing about %s", p.NumNodes, p.Fabric.Short))
+	}
+	knownCollective := slices.Contains(p.Fabric.Collectives, p.Collective)
+	if !knownCollective {
+		probs = append(probs, fmt.Sprintf("collective %q: the %s benchmark runs %s", p.Collective, p.Fabric.Short, strings.Join(p.Fabric.Collectives, " or ")))
 	}
 	minB, okMin := parseSize(p.MinBytes)
 	maxB, okMax := parseSize(p.MaxBytes)
@@ -162,16 +272,21 @@ func (p Params) withDefaults() (Params, error) {
 	if okMin && okMax {
 		switch {
 		case minB == 0:
-			probs = append(probs, fmt.Sprintf("minBytes %q is zero: all_reduce_perf needs a positive size", p.MinBytes))
+			probs = append(probs, fmt.Sprintf("minBytes %q is zero: %s needs a positive size", p.MinBytes, perf))
 		case minB > maxB:
 			probs = append(probs, fmt.Sprintf("minBytes %s is larger than maxBytes %s", p.MinBytes, p.MaxBytes))
 		}
 	}
 	if p.SSHPort < 1 || p.SSHPort > 65535 {
-		probs = append(probs, fmt.Sprintf("sshPort %d is not a port: give the port the image's sshd listens on (the installer image's is in its sshd_config)", p.SSHPort))
+		probs = append(probs, fmt.Sprintf("sshPort %d is not a port: give the port the image's sshd listens on (the %s's is in its sshd_config)", p.SSHPort, p.Fabric.ImageRole))
 	}
-	if !path.IsAbs(p.AllReducePerf) || path.Clean(p.AllReducePerf) != p.AllReducePerf {
-		probs = append(probs, fmt.Sprintf("allReducePerf %q is not a clean absolute path: ranks start in an ssh session whose PATH is not the image's; give the binary's full path in the image", p.AllReducePerf))
+	switch base := path.Base(p.Perf); {
+	case !knownCollective:
+		// Said above; no binary to judge.
+	case !path.IsAbs(p.Perf) || path.Clean(p.Perf) != p.Perf:
+		probs = append(probs, fmt.Sprintf("%s %q is not a clean absolute path: ranks start in an ssh session whose PATH is not the image's; give the binary's full path in the image", perf, p.Perf))
+	case base != perf && base != perf+"_mpi":
+		probs = append(probs, fmt.Sprintf("%s %q is another binary: the benchmark runs %s, built with MPI=1", perf, p.Perf, perf))
 	}
 	if len(probs) > 0 {
 		return Params{}, fmt.Errorf("%w: %s", ErrParams, strings.Join(probs, "; "))
@@ -182,9 +297,9 @@ func (p Params) withDefaults() (Params, error) {
 // imageProblem describes why ref is not an image pinned as
 // repo:tag@sha256:<64 hex>, or returns "". The BOM's rule decides, so the
 // benchmark image is held to what every shipped image is.
-func imageProblem(ref string) string {
+func imageProblem(ref, perf, role string) string {
 	if strings.TrimSpace(ref) == "" {
-		return "image is empty: give the nccl-tests image (mpirun, sshd and all_reduce_perf) pinned as repo:tag@sha256:<64 hex>, or start from the pinned installer image"
+		return fmt.Sprintf("image is empty: give the nccl-tests image (mpirun, sshd and %s) pinned as repo:tag@sha256:<64 hex>, or start from the pinned %s", perf, role)
 	}
 	if _, err := bom.ParsePinned(ref); err != nil {
 		return fmt.Sprintf("image is not pinned by digest: %v", err)
@@ -200,14 +315,14 @@ type shippedNode struct {
 }
 
 // inspectShipped finds the node pod and checks everything the benchmark
-// relies on, failing closed with what is missing and how to get it.
-func inspectShipped(shipped *trainer.ClusterTrainingRuntime) (shippedNode, error) {
+// of fab relies on, failing closed with what is missing and how to get it.
+func inspectShipped(shipped *trainer.ClusterTrainingRuntime, fab Fabric) (shippedNode, error) {
 	if shipped == nil {
 		return shippedNode{}, fmt.Errorf("%w: the shipped runtime is nil", ErrShipped)
 	}
 	fail := func(format string, args ...any) (shippedNode, error) {
-		return shippedNode{}, fmt.Errorf("%w: ClusterTrainingRuntime %q: %s; derive from %s as `tcpxogen render runtime` renders it or as deployed",
-			ErrShipped, shipped.Name, fmt.Sprintf(format, args...), names.Runtime)
+		return shippedNode{}, fmt.Errorf("%w: ClusterTrainingRuntime %q: %s; %s",
+			ErrShipped, shipped.Name, fmt.Sprintf(format, args...), fab.Remedy)
 	}
 	var pod *corev1.PodTemplateSpec
 	for i := range shipped.Spec.Template.Spec.ReplicatedJobs {
@@ -229,6 +344,9 @@ func inspectShipped(shipped *trainer.ClusterTrainingRuntime) (shippedNode, error
 	if node == nil {
 		return fail("its %s job has no container %q", constants.Node, runtimes.NodeContainer)
 	}
+	if fab.NodeFirst && pod.Spec.Containers[0].Name != runtimes.NodeContainer {
+		return fail("its %s pod's first container is %q, not %q: GKE gives the RDMA device files only to the pod's first non-init container, so the ranks would have no RDMA NIC", constants.Node, pod.Spec.Containers[0].Name, runtimes.NodeContainer)
+	}
 
 	q, ok := node.Resources.Limits[runtimes.GPUResource]
 	if !ok {
@@ -239,18 +357,20 @@ func inspectShipped(shipped *trainer.ClusterTrainingRuntime) (shippedNode, error
 		return fail("the %s container's %s limit %s is not a positive whole number of GPUs", runtimes.NodeContainer, runtimes.GPUResource, q.String())
 	}
 
-	var daemon *corev1.Container
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == names.DaemonContainer {
-			daemon = &pod.Spec.InitContainers[i]
-			break
+	if fab.Sidecar != "" {
+		var daemon *corev1.Container
+		for i := range pod.Spec.InitContainers {
+			if pod.Spec.InitContainers[i].Name == fab.Sidecar {
+				daemon = &pod.Spec.InitContainers[i]
+				break
+			}
 		}
-	}
-	switch {
-	case daemon == nil:
-		return fail("its %s pod has no %s sidecar; without the daemon NCCL cannot use the GPU NICs and the benchmark would measure TCP", constants.Node, names.DaemonContainer)
-	case ptr.Deref(daemon.RestartPolicy, "") != corev1.ContainerRestartPolicyAlways:
-		return fail("its %s init container is not a native sidecar (restartPolicy: Always): as a plain init container it never completes and the pod never starts", names.DaemonContainer)
+		switch {
+		case daemon == nil:
+			return fail("its %s pod has no %s sidecar; without the daemon NCCL cannot use the GPU NICs and the benchmark would measure TCP", constants.Node, fab.Sidecar)
+		case ptr.Deref(daemon.RestartPolicy, "") != corev1.ContainerRestartPolicyAlways:
+			return fail("its %s init container is not a native sidecar (restartPolicy: Always): as a plain init container it never completes and the pod never starts", fab.Sidecar)
+		}
 	}
 
 	if len(node.EnvFrom) > 0 {
@@ -328,7 +448,7 @@ func Derive(shipped *trainer.ClusterTrainingRuntime, p Params) (*trainer.Trainin
 	if err != nil {
 		return nil, err
 	}
-	src, err := inspectShipped(shipped)
+	src, err := inspectShipped(shipped, p.Fabric)
 	if err != nil {
 		return nil, err
 	}
@@ -416,7 +536,7 @@ const (
 // GPU NIC and flow, more than a container's default soft limit may allow.
 const RankOpenFiles = 1048576
 
-// RankPrelude is the program each rank runs before all_reduce_perf. Like
+// RankPrelude is the program each TCPXO rank runs before all_reduce_perf. Like
 // Google's entry (bash without -e) it does not stop the rank when the hard
 // limit is lower; it says so on the rank's stderr, which mpirun copies into
 // the launcher log, and raises the soft limit as far as the hard one goes.
@@ -463,9 +583,18 @@ func rshArgs(port int) string {
 	}, " ")
 }
 
-// mpirunArgv is the launcher's program: mpirun and all_reduce_perf. No -np:
-// mpirun starts one rank per hostfile slot, numProcPerNode on each node, on
-// however many nodes the TrainJob asks for.
+// mpirunArgv is the launcher's program: mpirun and the collective's perf
+// binary. No -np: mpirun starts one rank per hostfile slot, numProcPerNode
+// on each node, on however many nodes the TrainJob asks for.
+//
+// For gIB, Google's test runs `/usr/local/gib/scripts/run_nccl_tests.sh -t
+// all_gather -b 1K -e 8G host1 host2` from the installed payload; the
+// benchmark runs mpirun and the perf binary itself, as TCPXO's does: that
+// script is not public (what it sets and runs cannot be reviewed), it
+// sources set_nccl_env.sh from the node at run time where the benchmark
+// must measure the env the runtime ships (the -x values WiringEqual holds
+// to the shipped worker env), and it takes host names where the trainer's
+// MPI plugin writes the hostfile and the ssh keys.
 func mpirunArgv(p Params, names []string) []string {
 	eth0 := interfaces.DefaultInterface
 	argv := []string{
@@ -482,10 +611,12 @@ func mpirunArgv(p Params, names []string) []string {
 	for _, n := range names {
 		argv = append(argv, "-x", n)
 	}
-	// Each rank starts through the shell so it can raise its open-files
+	// A TCPXO rank starts through the shell so it can raise its open-files
 	// limit first, as Google's MPI entry does in every rank.
-	argv = append(argv, "/bin/sh", "-c", RankPrelude)
-	return append(argv, p.AllReducePerf,
+	if p.Fabric.RankPrelude != "" {
+		argv = append(argv, "/bin/sh", "-c", p.Fabric.RankPrelude)
+	}
+	return append(argv, p.Perf,
 		"-b", p.MinBytes,
 		"-e", p.MaxBytes,
 		"-f", "2", // double the size each step

@@ -386,7 +386,7 @@ func TestLauncherIsNotARank(t *testing.T) {
 func TestParamsOverrides(t *testing.T) {
 	s := shippedRuntime(t)
 	p := Params{Namespace: "team-a", Name: "bench-small", Image: testImage, NumNodes: 4,
-		MinBytes: "8", MaxBytes: "2g", AllReducePerf: "/opt/nccl-tests/all_reduce_perf", SSHPort: 2022}
+		MinBytes: "8", MaxBytes: "2g", Perf: "/opt/nccl-tests/all_reduce_perf", SSHPort: 2022}
 	rt := derive(t, s, p)
 	if rt.Name != "bench-small" || rt.Namespace != "team-a" || ptr.Deref(rt.Spec.MLPolicy.NumNodes, 0) != 4 {
 		t.Errorf("runtime %s/%s numNodes %d", rt.Namespace, rt.Name, ptr.Deref(rt.Spec.MLPolicy.NumNodes, 0))
@@ -429,8 +429,8 @@ func TestDeriveRejectsBadParams(t *testing.T) {
 		{"size overflows", func(p *Params) { p.MaxBytes = "999999999999999G" }, []string{`maxBytes "999999999999999G"`}},
 		{"zero min", func(p *Params) { p.MinBytes = "0" }, []string{"zero"}},
 		{"min above max", func(p *Params) { p.MinBytes = "32G" }, []string{"minBytes 32G is larger than maxBytes 16G"}},
-		{"relative binary", func(p *Params) { p.AllReducePerf = "all_reduce_perf" }, []string{"not a clean absolute path"}},
-		{"unclean binary", func(p *Params) { p.AllReducePerf = "/opt/../all_reduce_perf" }, []string{"not a clean absolute path"}},
+		{"relative binary", func(p *Params) { p.Perf = "all_reduce_perf" }, []string{"not a clean absolute path"}},
+		{"unclean binary", func(p *Params) { p.Perf = "/opt/../all_reduce_perf" }, []string{"not a clean absolute path"}},
 		{"every problem at once", func(p *Params) { *p = Params{NumNodes: 1} }, []string{"namespace is empty", "image is empty", "numNodes 1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,5 +1,17 @@
 // Package derive builds the NCCL benchmark runtime from the shipped one.
 //
+// One derivation serves every fabric; what differs is a Fabric value (TCPXO,
+// GIB): the sidecar the node pod must carry (TCPXO's tcpxo-daemon), whether
+// the node container must be the pod's first (gIB: GKE gives RDMA device
+// files only to the first non-init container), the rank prelude, the
+// collectives (TCPXO all_reduce; gIB all_gather, Google's test and its
+// published busbw, or all_reduce), the largest size (16G; gIB 8G as Google's
+// test runs) and the image it runs from by default (ParamsFor: TCPXO's
+// installer image; GIBParamsFor: gIB's diagnostic image, its MPI build of
+// the collective and the port its sshd_config sets). The gIB runtime ships
+// one per machine type, and so does its benchmark
+// (nccl-tests-rdma-<machine type>).
+//
 // The benchmark's bandwidth number is evidence about what ships only if the
 // pods it measures carry exactly the wiring users get from
 // torch-distributed-tcpxo. So the benchmark is never built from the wiring
@@ -47,9 +59,10 @@
 // (names unknowable) or a fieldRef/resourceFieldRef value (it would resolve
 // in the launcher pod, not the worker).
 //
-// Each rank runs `/bin/sh -c RankPrelude all_reduce_perf ...`: it raises its
-// open-files limit to 1048576 first, as Google's MPI entry does in every
-// rank, and says so on stderr when the node's hard limit is lower.
+// Each TCPXO rank runs `/bin/sh -c RankPrelude all_reduce_perf ...`: it
+// raises its open-files limit to 1048576 first, as Google's MPI entry does
+// in every rank, and says so on stderr when the node's hard limit is lower.
+// A gIB rank runs the perf binary directly (see GIB).
 //
 // # The launcher command
 //
@@ -96,8 +109,8 @@
 // guessed image is exactly the silent substitute this project refuses. The
 // image must provide, on the default PATH of an ssh session, OpenMPI 4.x
 // mpirun and orted (the MPI plugin writes OpenMPI 4 MCA names), openssh
-// client and server, /bin/sh, and all_reduce_perf built with MPI=1 at
-// Params.AllReducePerf. Ranks get LD_LIBRARY_PATH from the shipped worker
+// client and server, /bin/sh, and the collective's perf binary built with MPI=1 at
+// Params.Perf. Ranks get LD_LIBRARY_PATH from the shipped worker
 // env (the installer's library directory), which replaces the image's, so
 // the image must find libmpi without LD_LIBRARY_PATH (RPATH or ld.so.conf),
 // as the shipped torch worker must find its own libraries.

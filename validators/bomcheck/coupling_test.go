@@ -58,7 +58,7 @@ func copyRepo(t *testing.T) string {
 		}
 		write(t, dst, rel, string(data))
 	}
-	for _, tree := range append([]string{extract.TestdataDir, extract.DaemonTestdataDir, extract.GIBTestdataDir}, deploy.GoldenDirs()...) {
+	for _, tree := range append([]string{extract.TestdataDir, extract.DaemonTestdataDir, extract.GIBTestdataDir, extract.GIBDiagnosticTestdataDir}, deploy.GoldenDirs()...) {
 		copyDir(src, dst, filepath.Join(src, tree))
 	}
 	return dst
@@ -383,6 +383,28 @@ func TestBenchmarkWiringDriftFails(t *testing.T) {
 	os.Remove(filepath.Join(root, benchmark.GoldenPath))
 	if r := result(check(t, root), "benchmark-wiring-matches"); r.Status != Empty {
 		t.Fatalf("without a benchmark manifest the check must say it has nothing to compare, got %+v", r)
+	}
+}
+
+// The gIB benchmark of each machine type is held to the gIB runtime it is
+// derived from: an env value, a mount or the machine's affinity drifted in
+// the benchmark fails, naming both goldens.
+func TestGIBBenchmarkWiringDriftFails(t *testing.T) {
+	for _, tc := range []struct {
+		name, mt, from, to, want string
+	}{
+		// The first of each is the node container's (the launcher follows).
+		{"env value", "a4-highgpu-8g", "- name: NCCL_IB_TC\n                    value: \"52\"", "- name: NCCL_IB_TC\n                    value: \"41\"", "NCCL_IB_TC"},
+		{"tuner config of the other machine", "a3-ultragpu-8g", "value: /usr/local/gib/configs/tuner_config_a3u.txtpb", "value: /usr/local/gib/configs/tuner_config_a4.txtpb", "NCCL_TUNER_CONFIG_PATH"},
+		{"payload mount", "a4-highgpu-8g", "                  - mountPath: /usr/local/gib\n                    name: gib\n                    readOnly: true\n", "", "/usr/local/gib"},
+		{"affinity", "a3-ultragpu-8g", "                          - nvidia-h200-141gb", "                          - nvidia-h100-80gb", "nvidia-h100-80gb"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := copyRepo(t)
+			rel := runtimes.GoldenRDMABenchmark(tc.mt)
+			edit(t, root, rel, tc.from, tc.to)
+			assertFails(t, check(t, root), "benchmark-wiring-matches", tc.want, rel, runtimes.GoldenRDMARuntime(tc.mt))
+		})
 	}
 }
 

@@ -25,12 +25,12 @@ import (
 // that need it.
 var ManifestFiles = append([]string{runtimes.GoldenRuntime, runtimes.GoldenComponents, benchmark.GoldenPath}, gibManifests()...)
 
-// gibManifests are the gIB fabric's goldens: its components and one runtime
-// per machine type it serves.
+// gibManifests are the gIB fabric's goldens: its components, and one
+// runtime per machine type it serves with the benchmark derived from it.
 func gibManifests() []string {
 	out := []string{runtimes.GoldenRDMAComponents}
 	for _, mt := range fabric.GIB.MachineTypeNames() {
-		out = append(out, runtimes.GoldenRDMARuntime(mt))
+		out = append(out, runtimes.GoldenRDMARuntime(mt), runtimes.GoldenRDMABenchmark(mt))
 	}
 	return out
 }

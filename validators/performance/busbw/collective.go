@@ -8,8 +8,14 @@ import (
 	"strings"
 )
 
-// AllReduce is the nccl-tests benchmark every bandwidth floor here is for.
-const AllReduce = "all_reduce_perf"
+// The nccl-tests benchmarks a floor here is for: AllReduce for every
+// fabric, AllGather for gIB (Google's NCCL test for A3 Ultra and A4 runs
+// it, and its published busbw is all_gather's). Fabric.Collectives says
+// which a fabric's runs are judged by.
+const (
+	AllReduce = "all_reduce_perf"
+	AllGather = "all_gather_perf"
+)
 
 // ErrOtherCollective means the log is nccl-tests output, but of a collective
 // other than the one the floor is for: its busbw is not comparable.
@@ -73,6 +79,51 @@ func notAllReduce(l *Log) string {
 		}
 	}
 	return ""
+}
+
+// notAllGather says why the table cannot be all_gather_perf's, "" when it
+// can: all_gather is unrooted and reduces nothing (src/all_gather.cu:
+// redop "none" from nccl-tests 2.13 on, no redop column before).
+func notAllGather(l *Log) string {
+	for _, r := range l.Rows {
+		if r.Root != -1 {
+			return fmt.Sprintf("its rows have root %d, so it is a rooted collective (broadcast, reduce, scatter or gather)", r.Root)
+		}
+		if r.RedOp != "" && r.RedOp != "none" {
+			return fmt.Sprintf("its rows carry the reduction %q, which all_gather never applies", r.RedOp)
+		}
+	}
+	return ""
+}
+
+// CheckFabricCollective returns nil when the log is from one of the
+// collectives fab's runs are judged by, and an error wrapping
+// ErrOtherCollective naming what the log is from otherwise. A fabric with
+// one collective is CheckCollective of it. A log that names no benchmark
+// and whose table fits all_reduce is all_reduce's; one whose table does not
+// must name its benchmark.
+func (l *Log) CheckFabricCollective(fab Fabric) error {
+	if len(fab.Collectives) == 1 {
+		return l.CheckCollective(fab.Collectives[0])
+	}
+	if l == nil {
+		return fmt.Errorf("%w: there is no log", ErrOtherCollective)
+	}
+	want := strings.Join(fab.Collectives, " or ")
+	switch {
+	case l.Collective == "":
+		return nil
+	case !slices.Contains(fab.Collectives, l.Collective):
+		return fmt.Errorf("%w: it is %s (identified from %s), not %s; a %s floor is for the bus bandwidth of %s, which another collective's busbw does not measure: pass the output of one %s run",
+			ErrOtherCollective, l.Collective, l.CollectiveFrom, want, fab.Short, want, want)
+	case l.Collective == AllReduce:
+		return l.CheckCollective(AllReduce)
+	case l.Collective == AllGather:
+		if why := notAllGather(l); why != "" {
+			return fmt.Errorf("%w: the log names %s (%s) but its table is not all_gather's: %s; pass the output of one %s run", ErrOtherCollective, l.Collective, l.CollectiveFrom, why, AllGather)
+		}
+	}
+	return nil
 }
 
 // CheckCollective returns nil when the log is from want (e.g. AllReduce), and

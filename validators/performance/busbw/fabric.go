@@ -2,6 +2,7 @@ package busbw
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
@@ -52,6 +53,57 @@ type Fabric struct {
 	Checker, GuestFix string
 	NameEnforced      bool
 	CheckerWording    string
+	// Collectives are the nccl-tests benchmarks a run of the fabric is
+	// judged by (CheckFabricCollective), the one its published figures are
+	// for first.
+	Collectives []string
+	// Published are the fabric's published bus bandwidths, one per machine
+	// type, from which its declared floors come (DeclaredFloor); none for a
+	// fabric whose floor is declared otherwise.
+	Published []Published
+}
+
+// Published is a bus bandwidth a fabric's publisher states for one shape
+// of run: the machine type, the collective, the node count and the message
+// size it was measured at, and where it is published.
+type Published struct {
+	MachineType string
+	Collective  string
+	Nodes       int
+	Size        string
+	GBps        float64
+	Source      string
+}
+
+// DeclaredFraction is the share of a published bus bandwidth tcpxogen
+// declares as the default floor: our judgement, not a published rule (the
+// project's gIB facts call 80-85 % a reasonable start). A run passes at
+// PassFraction of the floor, as against any floor.
+const DeclaredFraction = 0.8
+
+// DeclaredFloor is the default floor for a run of collective on machine
+// type mt: DeclaredFraction of the published figure, with the figure it
+// comes from. ok is false when nothing is published for that pair.
+func (f Fabric) DeclaredFloor(mt, collective string) (floor Floor, from Published, ok bool) {
+	for _, p := range f.Published {
+		if p.MachineType == mt && p.Collective == collective {
+			gbps := math.Round(p.GBps*DeclaredFraction*100) / 100
+			return Floor{Op: ">=", GBps: gbps}, p, true
+		}
+	}
+	return Floor{}, Published{}, false
+}
+
+// PublishedMachineTypes lists the machine types f publishes figures for,
+// in table order.
+func (f Fabric) PublishedMachineTypes() []string {
+	var out []string
+	for _, p := range f.Published {
+		if !slices.Contains(out, p.MachineType) {
+			out = append(out, p.MachineType)
+		}
+	}
+	return out
 }
 
 // DefaultFabric is the fabric a run is judged for when none is named:
@@ -80,6 +132,7 @@ var fabrics = []Fabric{
 		NotUsed:           "GPUDirect-TCPXO was not in use",
 		Fix:               "the pod lacks the TCPXO wiring (run the benchmark with the torch-distributed-tcpxo runtime's wiring)",
 		PluginVersionLine: true,
+		Collectives:       []string{AllReduce},
 		Checker:           "The installer's guest config checker",
 		GuestFix:          `the fabric rule set, docs/tcpxo-workloads.md "What a workload may tune"; tcpxogen check trainjob names it for a TrainJob`,
 	},
@@ -97,6 +150,14 @@ var fabrics = []Fabric{
 		GuestFix:       "the config NCCL_SHIMNET_GUEST_CONFIG_CHECKER_CONFIG_FILE names, under /usr/local/gib/configs; set_nccl_env.sh sets the values it enforces",
 		NameEnforced:   true,
 		CheckerWording: "TCPXO's checker's wording, assumed for gIB's; only a real gIB log can confirm it",
+		Collectives:    []string{AllGather, AllReduce},
+		// Google's "Run NCCL on custom GKE clusters that use A4 or A3
+		// Ultra" (docs.cloud.google.com/ai-hypercomputer/docs/nccl): the
+		// 2-node all_gather out-of-place busbw at 8 GB of its NCCL test.
+		Published: []Published{
+			{MachineType: "a3-ultragpu-8g", Collective: AllGather, Nodes: 2, Size: "8 GB", GBps: 330, Source: `Google, "Run NCCL on custom GKE clusters that use A4 or A3 Ultra" (about 330 GB/s)`},
+			{MachineType: "a4-highgpu-8g", Collective: AllGather, Nodes: 2, Size: "8 GB", GBps: 344, Source: `Google, "Run NCCL on custom GKE clusters that use A4 or A3 Ultra" (about 344 GB/s)`},
+		},
 	},
 }
 

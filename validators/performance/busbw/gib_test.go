@@ -2,6 +2,7 @@ package busbw
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -227,5 +228,73 @@ func TestLookupFabric(t *testing.T) {
 	l := gibLog(t, "a3ultra-2node-gib.log", nil)
 	if a, b := Evaluate(l, mustFloor(t, "300"), "v1"), EvaluateFabric(l, mustFloor(t, "300"), "v1", f); !reflect.DeepEqual(a, b) {
 		t.Errorf("Evaluate and EvaluateFabric(tcpxo) differ:\n%+v\n%+v", a, b)
+	}
+}
+
+// A gIB run is judged by all_gather_perf (Google's test and its published
+// busbw) or all_reduce_perf; TCPXO's by all_reduce_perf only, as before.
+func TestGIBCollectives(t *testing.T) {
+	ag := gibLog(t, "a4-2node-all-gather.log", nil)
+	if ag.Collective != AllGather {
+		t.Fatalf("collective %q from %s", ag.Collective, ag.CollectiveFrom)
+	}
+	if err := ag.CheckFabricCollective(gib(t)); err != nil {
+		t.Errorf("gib refuses an all_gather log: %v", err)
+	}
+	if err := gibLog(t, "a3ultra-2node-gib.log", nil).CheckFabricCollective(gib(t)); err != nil {
+		t.Errorf("gib refuses an all_reduce log: %v", err)
+	}
+	tcpxo, err := LookupFabric("tcpxo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ag.CheckFabricCollective(tcpxo); !errors.Is(err, ErrOtherCollective) || !strings.Contains(err.Error(), "not all_reduce_perf") {
+		t.Errorf("tcpxo judges an all_gather log: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(string) string
+		want string
+	}{
+		{"another collective", func(s string) string { return strings.ReplaceAll(s, "all_gather_perf", "alltoall_perf") },
+			"it is alltoall_perf (identified from the '# Collective test starting' line), not all_gather_perf or all_reduce_perf"},
+		{"named all_gather, a reduction's table", func(s string) string { return strings.ReplaceAll(s, "    none      -1", "     sum      -1") },
+			"its table is not all_gather's: its rows carry the reduction \"sum\""},
+		{"named all_gather, a rooted table", func(s string) string { return strings.ReplaceAll(s, "    none      -1", "    none       0") },
+			"its table is not all_gather's: its rows have root 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := gibLog(t, "a4-2node-all-gather.log", tc.edit).CheckFabricCollective(gib(t))
+			if !errors.Is(err, ErrOtherCollective) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want one naming %q", err, tc.want)
+			}
+		})
+	}
+	// Judged like any run: the busbw at the largest size against the floor.
+	v := EvaluateFabric(ag, mustFloor(t, ">= 300"), "", gib(t))
+	if !v.Pass || v.Measured != 342.69 || v.Size != 8589934592 {
+		t.Errorf("pass %v, measured %v at %d, problems %v", v.Pass, v.Measured, v.Size, v.Problems)
+	}
+}
+
+// gIB's declared floors are 80 % of Google's published 2-node all_gather
+// busbw at 8 GB, per machine type; nothing is declared for all_reduce or
+// for TCPXO (whose floor is nccl-report's --floor default).
+func TestGIBDeclaredFloors(t *testing.T) {
+	for mt, want := range map[string][2]float64{"a3-ultragpu-8g": {264, 330}, "a4-highgpu-8g": {275.2, 344}} {
+		f, from, ok := gib(t).DeclaredFloor(mt, AllGather)
+		if !ok || f.GBps != want[0] || f.Op != ">=" || from.GBps != want[1] || from.Nodes != 2 || from.Size != "8 GB" || !strings.Contains(from.Source, "Run NCCL on custom GKE clusters that use A4 or A3 Ultra") {
+			t.Errorf("%s: floor %+v from %+v (ok %v), want >= %g from the published %g", mt, f, from, ok, want[0], want[1])
+		}
+		if _, _, ok := gib(t).DeclaredFloor(mt, AllReduce); ok {
+			t.Errorf("%s: a floor is declared for all_reduce, which Google publishes no figure for", mt)
+		}
+	}
+	if got := gib(t).PublishedMachineTypes(); !reflect.DeepEqual(got, []string{"a3-ultragpu-8g", "a4-highgpu-8g"}) {
+		t.Errorf("published machine types %v", got)
+	}
+	tcpxo, _ := LookupFabric("tcpxo")
+	if len(tcpxo.Published) != 0 || !reflect.DeepEqual(tcpxo.Collectives, []string{AllReduce}) {
+		t.Errorf("tcpxo: published %v, collectives %v", tcpxo.Published, tcpxo.Collectives)
 	}
 }

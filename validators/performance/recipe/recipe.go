@@ -29,6 +29,13 @@
 //	constraints:
 //	  - name: nccl-all-reduce-bw
 //	    value: ">= 300"
+//
+// A recipe for GPUDirect-RDMA with NCCL/gIB says fabric: gib, maps the RDMA
+// NICs under configuration.gke.rdmaInterfaces (eth2..eth9, and eth1 when
+// the cluster has the gVNIC network), names its machine by
+// criteria.accelerator (h200: a3-ultragpu-8g, b200: a4-highgpu-8g) and
+// sets one floor: nccl-all-gather-bw (the collective of Google's NCCL test)
+// or nccl-all-reduce-bw, which names the collective the benchmark runs.
 package recipe
 
 import (
@@ -36,6 +43,7 @@ import (
 	"fmt"
 	"io/fs"
 
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 )
@@ -53,6 +61,9 @@ const (
 	// ConstraintAllReduceBW is the bus-bandwidth floor of nccl-tests
 	// all_reduce_perf, in GB/s.
 	ConstraintAllReduceBW = "nccl-all-reduce-bw"
+	// ConstraintAllGatherBW is the bus-bandwidth floor of nccl-tests
+	// all_gather_perf, in GB/s: gIB recipes only.
+	ConstraintAllGatherBW = "nccl-all-gather-bw"
 
 	// MaxSize bounds what Load and Parse read. A real recipe is well under
 	// 4 KiB; the bound keeps a wrong path (a log, an image) from being parsed
@@ -64,17 +75,22 @@ const (
 // fields mirror the document for reporting, and the accessors return the
 // values validation derived from them.
 type Recipe struct {
-	APIVersion    string        `yaml:"apiVersion"`
-	Kind          string        `yaml:"kind"`
+	APIVersion string `yaml:"apiVersion"`
+	Kind       string `yaml:"kind"`
+	// Fabric is the fabric the cluster's GPU NICs carry (internal/fabric):
+	// tcpxo when absent, or gib.
+	Fabric        string        `yaml:"fabric"`
 	Criteria      Criteria      `yaml:"criteria"`
 	Components    []Component   `yaml:"components"`
 	Configuration Configuration `yaml:"configuration"`
 	Constraints   []Constraint  `yaml:"constraints"`
 
 	// Derived by validation; see the accessors.
-	mapping   interfaces.Mapping
-	floorOp   string
-	floorGbps float64
+	mapping     interfaces.Mapping
+	floorOp     string
+	floorGbps   float64
+	floorName   string
+	machineType string
 }
 
 // Criteria say what kind of cluster and workload the recipe is for.
@@ -105,6 +121,10 @@ type GKEConfiguration struct {
 	// TCPXOInterfaces binds the pod's GPU NICs eth1..eth8 to this cluster's
 	// Device-type GKE Networks; see package interfaces for the rules.
 	TCPXOInterfaces []interfaces.Binding `yaml:"tcpxoInterfaces"`
+	// RDMAInterfaces binds a gIB pod's RDMA NICs eth2..eth9 (and eth1, the
+	// gVNIC network, when named) to this cluster's networks: fabric: gib
+	// only (interfaces.RDMA).
+	RDMAInterfaces []interfaces.Binding `yaml:"rdmaInterfaces"`
 }
 
 // Constraint is a named pass mark for a measured value.
@@ -139,9 +159,27 @@ func (r *Recipe) Declares(name string) bool {
 // zero Mapping when the recipe is not for GKE (renderers refuse it).
 func (r *Recipe) Interfaces() interfaces.Mapping { return r.mapping }
 
-// Floor returns the nccl-all-reduce-bw constraint: the comparison (">=" or
-// ">"; a bare number means ">=") and the floor in GB/s, always positive.
+// Floor returns the bandwidth constraint: the comparison (">=" or ">"; a
+// bare number means ">=") and the floor in GB/s, always positive.
 func (r *Recipe) Floor() (op string, gbps float64) { return r.floorOp, r.floorGbps }
+
+// FloorConstraint is the name of the bandwidth constraint the floor is
+// (ConstraintAllReduceBW, or for gIB ConstraintAllGatherBW): which
+// collective the benchmark runs.
+func (r *Recipe) FloorConstraint() string { return r.floorName }
+
+// FabricName is the recipe's fabric: tcpxo when it names none.
+func (r *Recipe) FabricName() string {
+	if r.Fabric == "" {
+		return fabric.Default
+	}
+	return r.Fabric
+}
+
+// MachineType is the machine type a gIB recipe's criteria.accelerator names
+// (a3-ultragpu-8g for h200, a4-highgpu-8g for b200); "" for TCPXO, which
+// serves one machine type.
+func (r *Recipe) MachineType() string { return r.machineType }
 
 // Load reads and validates the recipe at path. Errors name the path.
 func Load(path string) (*Recipe, error) {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/tcpxogen/tcpxogen/internal/bandwidth"
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 )
 
@@ -70,6 +71,7 @@ func criterionValues(key string) []string {
 var components = []choice{
 	{ComponentTrainer, "Kubeflow Trainer v2: its CRDs and controller"},
 	{"nccl-tcpxo-installer", "the DaemonSet that installs the GPUDirect-TCPXO NCCL plugin on the GPU nodes"},
+	{"nccl-rdma-installer", "the DaemonSet that installs NCCL/gIB on A3 Ultra and A4 nodes (fabric: gib)"},
 	{"nri-device-injector", "the NRI device injector that exposes the GPU NICs' devices to pods"},
 	{"jobset", "the JobSet controller Kubeflow Trainer runs jobs through"},
 }
@@ -84,6 +86,7 @@ var constraints = []struct {
 	parse func(r *Recipe, v Threshold) (problem, fix string, ok bool)
 }{
 	{choice{ConstraintAllReduceBW, "floor on nccl-tests all_reduce_perf bus bandwidth at the largest message size, in GB/s"}, true, parseFloor},
+	{choice{ConstraintAllGatherBW, "floor on nccl-tests all_gather_perf bus bandwidth at the largest message size, in GB/s (fabric: gib)"}, false, parseFloor},
 }
 
 // sections are the configuration sections: each belongs to one service, is
@@ -115,6 +118,7 @@ func validate(d *decoder, r *Recipe) {
 	for _, c := range criteria {
 		checkChoice(d, joinPath("criteria", c.key), c.get(&r.Criteria), c.choices, "criteria."+c.key)
 	}
+	checkFabric(d, r)
 
 	seen := map[string]int{}
 	for i, c := range r.Components {
@@ -191,11 +195,45 @@ func describe(cs []choice) []string {
 	return out
 }
 
+// fabrics are the fabric values a recipe may name.
+func fabrics() []choice {
+	var out []choice
+	for _, f := range fabric.Fabrics() {
+		out = append(out, choice{f.Name, f.Title})
+	}
+	return out
+}
+
+// checkFabric checks fabric: and, for gIB, that criteria.accelerator names
+// one of its machine types, the one the runtime and benchmark are for.
+func checkFabric(d *decoder, r *Recipe) {
+	if r.Fabric != "" && !checkChoice(d, "fabric", r.Fabric, fabrics(), "a fabric") {
+		return
+	}
+	if r.FabricName() != fabric.GIB.Name {
+		return
+	}
+	m, ok := fabric.GIB.MachineTypeForGPU(r.Criteria.Accelerator)
+	if !ok {
+		var served []string
+		for _, mt := range fabric.GIB.MachineTypes {
+			served = append(served, mt.GPU+" ("+mt.Name+")")
+		}
+		if r.Criteria.Accelerator != "" && slices.Contains(criterionValues("accelerator"), r.Criteria.Accelerator) {
+			d.add("criteria.accelerator", fmt.Sprintf("is %s, which fabric: gib does not serve", r.Criteria.Accelerator),
+				"set it to "+orList(served)+": the accelerator names the gIB machine type the runtime and benchmark are for")
+		}
+		return
+	}
+	r.machineType = m.Name
+}
+
 func checkConstraints(d *decoder, r *Recipe) {
 	names := make([]string, len(constraints))
 	for i, c := range constraints {
 		names[i] = c.value
 	}
+	gib := r.FabricName() == fabric.GIB.Name
 	seen := map[string]int{}
 	for i, c := range r.Constraints {
 		path := fmt.Sprintf("constraints[%d]", i)
@@ -219,9 +257,28 @@ func checkConstraints(d *decoder, r *Recipe) {
 			continue
 		}
 		seen[c.Name] = i
+		switch {
+		case c.Name == ConstraintAllGatherBW && !gib:
+			d.add(path+".name", ConstraintAllGatherBW+" is for fabric: gib; the TCPXO benchmark runs all_reduce_perf",
+				"use "+ConstraintAllReduceBW+", or set fabric: gib if this recipe is for A3 Ultra or A4")
+			continue
+		case gib && len(seen) > 1:
+			d.add(path+".name", "sets a second bandwidth floor; the gIB benchmark runs one collective, named by its floor",
+				"keep one: "+ConstraintAllGatherBW+" (Google's NCCL test) or "+ConstraintAllReduceBW)
+			continue
+		}
 		if problem, fix, ok := constraints[idx].parse(r, c.Value); !ok {
 			d.add(path+".value", problem, fix)
+			continue
 		}
+		r.floorName = c.Name
+	}
+	if gib {
+		if len(seen) == 0 {
+			d.add("constraints", "has no bandwidth floor ("+ConstraintAllGatherBW+" or "+ConstraintAllReduceBW+"); without it the benchmark has no pass mark",
+				`add - {name: `+ConstraintAllGatherBW+`, value: ">= <GB/s>"} (the collective of Google's NCCL test; its published 2-node busbw is about 330 GB/s on A3 Ultra and 344 GB/s on A4)`)
+		}
+		return
 	}
 	for _, k := range constraints {
 		if _, ok := seen[k.value]; k.required && !ok {
@@ -262,13 +319,32 @@ func parseFloor(r *Recipe, v Threshold) (problem, fix string, ok bool) {
 	return "", "", true
 }
 
-// checkGKE validates the GPU-NIC mapping through interfaces.FromBindings, the
-// one owner of the mapping rules, and re-locates each of its problems at the
-// recipe path and line of the field it concerns.
+// checkGKE validates the GPU-NIC mapping of the recipe's fabric through its
+// layout's FromBindings (interfaces.TCPXO or interfaces.RDMA), the one owner
+// of the mapping rules, and re-locates each of its problems at the recipe
+// path and line of the field it concerns. The other fabric's list is
+// refused.
 func checkGKE(d *decoder, r *Recipe, path string) {
-	listPath := path + ".tcpxoInterfaces"
-	bs := r.Configuration.GKE.TCPXOInterfaces
-	m, err := interfaces.FromBindings(bs)
+	layout, other := interfaces.TCPXO, interfaces.RDMA
+	bs, otherBs := r.Configuration.GKE.TCPXOInterfaces, r.Configuration.GKE.RDMAInterfaces
+	if r.FabricName() == fabric.GIB.Name {
+		layout, other = other, layout
+		bs, otherBs = otherBs, bs
+	}
+	if otherBs != nil {
+		var fix string
+		if layout == interfaces.RDMA {
+			fix = "move the mapping to " + path + "." + interfaces.RDMA.YAMLKey() + ": gIB's RDMA NICs are eth2..eth9"
+		} else {
+			fix = "set fabric: gib if this recipe is for A3 Ultra or A4 (GPUDirect-RDMA), or map the GPU NICs under " + path + "." + interfaces.TCPXO.YAMLKey()
+		}
+		d.add(path+"."+other.YAMLKey(), "is the "+fabricOf(other)+" mapping, but this recipe is for fabric "+r.FabricName(), fix)
+		if bs == nil {
+			return
+		}
+	}
+	listPath := path + "." + layout.YAMLKey()
+	m, err := layout.FromBindings(bs)
 	if err == nil {
 		r.mapping = m
 		return
@@ -289,19 +365,28 @@ func checkGKE(d *decoder, r *Recipe, path string) {
 		}
 		at := locateBinding(ie, bs, listPath, claimed)
 		claimed[at] = true
-		e := d.add(at, rebase(strings.TrimSpace(ie.Path+" "+ie.Problem), listPath), rebase(ie.Fix, listPath))
+		e := d.add(at, rebase(strings.TrimSpace(ie.Path+" "+ie.Problem), layout.YAMLKey(), listPath), rebase(ie.Fix, layout.YAMLKey(), listPath))
 		e.Err = ie
 	}
 }
 
-// bindingRef matches FromBindings' name for a list entry, "tcpxoInterfaces[3]".
-var bindingRef = regexp.MustCompile(`\btcpxoInterfaces\[(\d+)\]`)
+// fabricOf names the fabric whose mapping a layout is.
+func fabricOf(l interfaces.Layout) string {
+	if l == interfaces.RDMA {
+		return "gIB (" + fabric.GIB.Name + ")"
+	}
+	return "TCPXO (" + fabric.TCPXO.Name + ")"
+}
+
+// bindingRef matches FromBindings' name for a list entry, "tcpxoInterfaces[3]"
+// or "rdmaInterfaces[3]".
+var bindingRef = regexp.MustCompile(`\b(?:tcpxoInterfaces|rdmaInterfaces)\[(\d+)\]`)
 
 // rebase rewrites FromBindings' list-relative names (tcpxoInterfaces,
-// tcpxoInterfaces[3]) to the recipe path, so a message names the field the
-// way the user finds it in the file.
-func rebase(s, listPath string) string {
-	return strings.ReplaceAll(s, "tcpxoInterfaces", listPath)
+// tcpxoInterfaces[3]; rdmaInterfaces for gIB) to the recipe path, so a
+// message names the field the way the user finds it in the file.
+func rebase(s, key, listPath string) string {
+	return strings.ReplaceAll(s, key, listPath)
 }
 
 // bindingField says which field of an entry an interfaces problem is about,

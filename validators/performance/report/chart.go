@@ -65,11 +65,12 @@ func Chart(l *busbw.Log, v busbw.Verdict) ([]byte, error) {
 	if v.Pass {
 		verdict, color = "PASS", colorPass
 	}
-	fmt.Fprintf(&b, "<title>%s</title>\n", esc("NCCL all_reduce_perf bus bandwidth: "+verdict))
+	bench := chartedCollective(l)
+	fmt.Fprintf(&b, "<title>%s</title>\n", esc("NCCL "+bench+" bus bandwidth: "+verdict))
 	fmt.Fprintf(&b, `<rect x="0" y="0" width="%d" height="%d" fill="#ffffff"/>`+"\n", chartWidth, height)
 
 	// Title and the one-line evidence under it.
-	fmt.Fprintf(&b, `<text x="%d" y="34" font-size="20" font-weight="bold" fill="#1f2328">NCCL all_reduce_perf bus bandwidth: <tspan fill="%s">%s</tspan></text>`+"\n", plotLeft, color, verdict)
+	fmt.Fprintf(&b, `<text x="%d" y="34" font-size="20" font-weight="bold" fill="#1f2328">NCCL %s bus bandwidth: <tspan fill="%s">%s</tspan></text>`+"\n", plotLeft, esc(bench), color, verdict)
 	fmt.Fprintf(&b, `<text x="%d" y="58" font-size="13" fill="#1f2328">%s</text>`+"\n", plotLeft, esc(subtitle(l, v)))
 	fmt.Fprintf(&b, `<text x="%d" y="78" font-size="12" fill="%s">%s</text>`+"\n", plotLeft, colorFloor, esc(runFacts(l, fab)))
 
@@ -340,4 +341,14 @@ func esc(s string) string {
 	var b strings.Builder
 	_ = xml.EscapeText(&b, []byte(s)) // strings.Builder does not fail
 	return b.String()
+}
+
+// chartedCollective names the benchmark in the chart's title: all_gather_perf
+// for an all_gather log (a gIB run), else all_reduce_perf, as every chart
+// was titled before other collectives were judged.
+func chartedCollective(l *busbw.Log) string {
+	if l != nil && l.Collective == busbw.AllGather {
+		return busbw.AllGather
+	}
+	return busbw.AllReduce
 }

@@ -61,8 +61,10 @@ const (
 	ctrfSpecVersion = "1.0.0"
 	toolName        = "tcpxogen"
 	// TestName is the report's headline test; its status is the verdict.
-	TestName = "nccl-all-reduce-bw"
-	testType = "performance"
+	// An all_gather run's is AllGatherTestName.
+	TestName          = "nccl-all-reduce-bw"
+	AllGatherTestName = "nccl-all-gather-bw"
+	testType          = "performance"
 )
 
 // Field order of these types is the output order; encoding/json keeps it.
@@ -204,8 +206,12 @@ func CTRF(v busbw.Verdict, l *busbw.Log, ctx Context) ([]byte, error) {
 	if problems == nil {
 		problems = []string{} // an empty list reads as "none", null as "not reported"
 	}
+	name := TestName
+	if l.Collective == busbw.AllGather {
+		name = AllGatherTestName
+	}
 	headline := ctrfTest{
-		Name:     TestName,
+		Name:     name,
 		Status:   status(v.Pass),
 		Duration: duration,
 		Message:  headlineMessage(v),
@@ -247,9 +253,9 @@ func CTRF(v busbw.Verdict, l *busbw.Log, ctx Context) ([]byte, error) {
 	tests := []ctrfTest{headline}
 	for _, c := range v.Checks {
 		tests = append(tests, ctrfTest{
-			Name:    TestName + "/" + c.Name,
+			Name:    name + "/" + c.Name,
 			Status:  string(c.Status),
-			Suite:   []string{TestName},
+			Suite:   []string{name},
 			Message: c.Message,
 			Type:    testType,
 			Extra:   checkExtra{Check: c.Name},

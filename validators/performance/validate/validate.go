@@ -28,6 +28,7 @@
 package validate
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -44,6 +45,7 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/internal/evidence"
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/benchmark"
@@ -82,6 +84,10 @@ type Options struct {
 	// AllowMutableTags signs a run even when an image ran by a mutable
 	// tag only, recording so in the predicate.
 	AllowMutableTags bool
+	// Fabric is the fabric validated (internal/fabric), which the recipe
+	// must be for; gib derives and prints its benchmark with DryRun only,
+	// without a cluster (dryRunGIB).
+	Fabric string
 }
 
 // AddFlags binds o to fs with the defaults. The validator owns what its
@@ -97,7 +103,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Timeout, "timeout", DefaultTimeout, "bound on the live run: trainer install, benchmark and waiting for it (teardown has its own bound)")
 	fs.StringVar(&o.Out, "out", ".", "directory for the report, the chart and the launcher log")
 	fs.StringVar(&o.Root, "root", "", "repository root holding bom/ (default: found upwards from the working directory)")
-	fs.BoolVar(&o.DryRun, "dry-run", false, "print the plan and stop; only reads the cluster")
+	fs.BoolVar(&o.DryRun, "dry-run", false, "print the plan and stop; only reads the cluster (with --fabric gib: reads none, and prints the derived benchmark)")
+	fs.StringVar(&o.Fabric, "fabric", fabric.Default, "the fabric the recipe is for: tcpxo, or gib (GPUDirect-RDMA with NCCL/gIB, a recipe with fabric: gib), which runs with --dry-run only: it derives and prints the benchmark from the recipe without reading a cluster")
 	fs.StringVar(&o.SignKey, "sign-key", "", "`FILE`: an unencrypted ECDSA P-256 or Ed25519 private key (PEM, as openssl genpkey writes it), read before anything else (also with --dry-run); also write "+evidence.BundleFile+", a Sigstore bundle signing the report, chart and log with the images the benchmark ran (by digest) and the deployed runtime's digest, which `tcpxogen verify` checks with the public key alone")
 	fs.BoolVar(&o.AllowMutableTags, "allow-mutable-tags", false, "with --sign-key, sign even when a benchmark container ran an image known only by a mutable tag (no sha256 digest in its imageID); the evidence records it (mutableTagsAllowed, tagOnlyImages). Without it such a run writes its report but no bundle, and exits 1")
 }
@@ -120,6 +127,13 @@ type ConnectFunc func(kubeconfig, kubeContext string) (*Clients, error)
 // and prints it to out, and, unless o.DryRun or the plan is refused, carries
 // it out (progress to errOut). The error is an *InputError for bad input.
 func Run(ctx context.Context, o Options, connect ConnectFunc, out, errOut io.Writer) (err error) {
+	f, err := fabric.Lookup(cmp.Or(o.Fabric, fabric.Default))
+	if err != nil {
+		return badInput("--fabric: %w", err)
+	}
+	if f.Name == fabric.GIB.Name {
+		return dryRunGIB(o, out)
+	}
 	v, err := prepare(o)
 	if err != nil {
 		return err
@@ -182,6 +196,9 @@ func prepare(o Options) (*validation, error) {
 	rec, err := recipe.Load(o.Recipe)
 	if err != nil {
 		return nil, badInput("%w", err)
+	}
+	if rec.FabricName() != fabric.TCPXO.Name {
+		return nil, badInput("recipe %s is for fabric %s: run validate --fabric %s", o.Recipe, rec.FabricName(), rec.FabricName())
 	}
 	floor, err := floorOf(rec)
 	if err != nil {

@@ -20,7 +20,7 @@ import (
 const maxMessage = 1 << 10
 
 // treeDirs are the parts of the checkout bump reads and rewrites.
-var treeDirs = []string{"go.mod", "bom", "generated", "runtimes", "docs", "testdata/installer", "testdata/daemon", "testdata/gib-installer", "validators/realize/testdata", "internal/emit/testdata"}
+var treeDirs = []string{"go.mod", "bom", "generated", "runtimes", "docs", "testdata/installer", "testdata/daemon", "testdata/gib-installer", "testdata/gib-diagnostic", "validators/realize/testdata", "internal/emit/testdata"}
 
 // scratch copies the checkout's parts into a temporary root, so no test
 // touches the worktree's tracked files.

@@ -2,6 +2,7 @@ package ncclreportcmd
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -115,7 +116,13 @@ func TestFabricBadUsage(t *testing.T) {
 	}{
 		"unknown fabric": {[]string{"--fabric", "rdma", "--log", healthy}, `--fabric: unknown fabric "rdma": use one of tcpxo, gib`},
 		"empty fabric":   {[]string{"--fabric", "", "--log", healthy}, `unknown fabric "": use one of tcpxo, gib`},
-		"gib, no floor":  {[]string{"--fabric", "gib", "--log", healthy}, "--floor is required with --fabric gib"},
+		"gib, no floor":  {[]string{"--fabric", "gib", "--log", healthy}, "--floor or --machine-type is required with --fabric gib"},
+		"gib, all_reduce with a declared floor": {[]string{"--fabric", "gib", "--machine-type", "a4-highgpu-8g", "--log", healthy},
+			"is all_reduce_perf's: gIB floors are declared for all_gather_perf only"},
+		"gib, unknown machine type": {[]string{"--fabric", "gib", "--machine-type", "a3-megagpu-8g", "--log", gibLog("a4-2node-all-gather.log")},
+			`--machine-type "a3-megagpu-8g": gIB floors are declared for a3-ultragpu-8g and a4-highgpu-8g`},
+		"tcpxo, machine type": {[]string{"--machine-type", "a4-highgpu-8g", "--log", healthy}, "--machine-type is for --fabric gib"},
+		"tcpxo, all_gather":   {[]string{"--log", gibLog("a4-2node-all-gather.log")}, "it is all_gather_perf (identified from the '# Collective test starting' line), not all_reduce_perf"},
 		"gib, plugin version": {[]string{"--fabric", "gib", "--floor", "300", "--plugin-version", "v1.1.2", "--log", healthy},
 			"--plugin-version applies to --fabric tcpxo only"},
 		"gib, sign key": {[]string{"--fabric", "gib", "--floor", "300", "--sign-key", key, "--log", healthy}, "--sign-key applies to --fabric tcpxo only"},
@@ -127,6 +134,59 @@ func TestFabricBadUsage(t *testing.T) {
 				t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2, no stdout, stderr with %q", code, out, stderr, tc.want)
 			}
 			noFiles(t, dir)
+		})
+	}
+}
+
+// An all_gather gIB run (what render benchmark --fabric gib runs by
+// default) is judged against the floor declared for its machine type, 80 %
+// of Google's published 2-node busbw, the summary saying where it comes
+// from; the report and chart name all_gather.
+func TestGIBAllGatherDeclaredFloor(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want []string
+	}{
+		{"A4", []string{"--machine-type", "a4-highgpu-8g"}, cli.ExitOK, []string{
+			"nccl-report: PASS\n  fabric     gib (GPUDirect-RDMA)\n",
+			"benchmark  all_gather_perf, from the '# Collective test starting' line\n",
+			"measured   342.69 GB/s out-of-place busbw at 8G\n",
+			"threshold  247.68 GB/s (0.9 × declared floor >= 275.2 GB/s)\n",
+			"floor      80 % of the published 344 GB/s (a4-highgpu-8g, all_gather, 2 nodes, 8 GB; Google, \"Run NCCL on custom GKE clusters that use A4 or A3 Ultra\" (about 344 GB/s)): tcpxogen's judgement, not a published rule\n",
+		}},
+		{"A3 Ultra", []string{"--machine-type", "a3-ultragpu-8g"}, cli.ExitOK, []string{
+			"threshold  237.6 GB/s (0.9 × declared floor >= 264 GB/s)\n", "80 % of the published 330 GB/s (a3-ultragpu-8g,"}},
+		{"an explicit floor wins", []string{"--machine-type", "a4-highgpu-8g", "--floor", ">= 400"}, cli.ExitFailure, []string{
+			"nccl-report: FAIL\n", "threshold  360 GB/s (0.9 × declared floor >= 400 GB/s)\n"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			code, out, stderr := ncclReport(t, append([]string{"--fabric", "gib", "--log", gibLog("a4-2node-all-gather.log"), "--out", dir}, tc.args...)...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, out, stderr)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(out, want) {
+					t.Errorf("summary lacks %q:\n%s", want, out)
+				}
+			}
+			if tc.name == "an explicit floor wins" && strings.Contains(out, "published") {
+				t.Errorf("an explicit floor is reported as the published one:\n%s", out)
+			}
+			var ctrf map[string]any
+			if err := json.Unmarshal(readFile(t, filepath.Join(dir, ReportFile)), &ctrf); err != nil {
+				t.Fatal(err)
+			}
+			head := ctrf["results"].(map[string]any)["tests"].([]any)[0].(map[string]any)
+			extra := head["extra"].(map[string]any)
+			if head["name"] != "nccl-all-gather-bw" || extra["collective"] != "all_gather_perf" || extra["fabric"] != "gib" {
+				t.Errorf("headline %v, collective %v, fabric %v", head["name"], extra["collective"], extra["fabric"])
+			}
+			if svg := string(readFile(t, filepath.Join(dir, ChartFile))); !strings.Contains(svg, "<title>NCCL all_gather_perf bus bandwidth: ") {
+				t.Errorf("chart not titled all_gather_perf")
+			}
 		})
 	}
 }

@@ -1,22 +1,26 @@
 // Package ncclreportcmd implements `tcpxogen nccl-report`: judge a captured
-// nccl-tests all_reduce_perf log offline against a bandwidth floor and the
-// pinned plugin version, and write the CTRF report and the busbw chart.
+// nccl-tests all_reduce_perf log (for gIB also all_gather_perf) offline
+// against a bandwidth floor and the pinned plugin version, and write the
+// CTRF report and the busbw chart.
 //
 // It links the generated constants (the default plugin version), so, like
 // rendercmd, it is kept apart from extract.
 package ncclreportcmd
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/tcpxogen/tcpxogen/generated/tcpxo"
 	"github.com/tcpxogen/tcpxogen/internal/atomicfile"
 	"github.com/tcpxogen/tcpxogen/internal/bandwidth"
 	"github.com/tcpxogen/tcpxogen/internal/evidence"
+	"github.com/tcpxogen/tcpxogen/internal/excerpt"
 	"github.com/tcpxogen/tcpxogen/internal/inputfile"
 	"github.com/tcpxogen/tcpxogen/tools/internal/cli"
 	"github.com/tcpxogen/tcpxogen/validators/performance/busbw"
@@ -38,26 +42,29 @@ const DefaultFloor = "300"
 // floor and the versions of record from its generated package. How a
 // fabric's log reads is busbw's table (busbw.LookupFabric); this one holds
 // only what the generated code knows. A fabric without an entry has no
-// declared floor (--floor is required) and no pinned versions yet.
+// pinned versions yet and no single declared floor: gIB's are declared per
+// machine type and collective in busbw's table (Fabric.DeclaredFloor), so
+// it needs --machine-type or --floor.
 var pinned = map[string]struct{ floor, plugin, nccl string }{
 	"tcpxo": {DefaultFloor, tcpxo.PluginVersion, tcpxo.NCCLVersion},
 }
 
 // Commands returns the nccl-report command.
 func Commands() cli.Commands {
-	return cli.Commands{"nccl-report": {Summary: "judge a captured nccl-tests all_reduce_perf log against a busbw floor; write a CTRF report and a chart", Run: run}}
+	return cli.Commands{"nccl-report": {Summary: "judge a captured nccl-tests all_reduce_perf log (--fabric gib: or all_gather_perf) against a busbw floor; write a CTRF report and a chart", Run: run}}
 }
 
 func run(_ context.Context, args []string, s cli.Streams) error {
-	fs := cli.NewFlags("nccl-report", "nccl-report --log FILE [--fabric tcpxo|gib] [--floor GBPS] [--plugin-version V] [--out DIR] [--sign-key KEY.pem]", s)
+	fs := cli.NewFlags("nccl-report", "nccl-report --log FILE [--fabric tcpxo|gib] [--floor GBPS] [--machine-type T] [--plugin-version V] [--out DIR] [--sign-key KEY.pem]", s)
 	flagsUsage := fs.Usage
 	fs.Usage = func() {
 		flagsUsage()
-		fmt.Fprintf(s.Out, "\n%s\nExit status: 0 the run passed; 1 it failed (wrong results, truncated, one node, wrong network or plugin, below the floor); 2 bad usage, or the log is not nccl-tests output or is from a collective other than all_reduce_perf.\n", busbw.FormatsHelp)
+		fmt.Fprintf(s.Out, "\n%s\nExit status: 0 the run passed; 1 it failed (wrong results, truncated, one node, wrong network or plugin, below the floor); 2 bad usage, or the log is not nccl-tests output or is from a collective other than all_reduce_perf (with --fabric gib: all_gather_perf or all_reduce_perf).\n", busbw.FormatsHelp)
 	}
-	logPath := fs.String("log", "", "`FILE` holding the nccl-tests all_reduce_perf output, e.g. kubectl logs of the benchmark launcher (required)")
+	logPath := fs.String("log", "", "`FILE` holding the nccl-tests all_reduce_perf output (with --fabric gib, all_gather_perf or all_reduce_perf), e.g. kubectl logs of the benchmark launcher (required)")
 	fabricFlag := fs.String("fabric", busbw.DefaultFabric, fmt.Sprintf("the fabric the run was to use, one of %s: which network NCCL must report ('Using network FasTrak' for tcpxo, gIB for gib) and what a failure tells you to check", strings.Join(busbw.FabricNames(), ", ")))
-	floorFlag := fs.String("floor", DefaultFloor, fmt.Sprintf(`declared busbw floor in GB/s as a recipe writes it: ">= N", "> N" or "N", N a plain decimal up to %d; the run passes at 0.9 × N (required with --fabric gib, which has no declared floor yet)`, bandwidth.MaxGBps))
+	floorFlag := fs.String("floor", DefaultFloor, fmt.Sprintf(`declared busbw floor in GB/s as a recipe writes it: ">= N", "> N" or "N", N a plain decimal up to %d; the run passes at 0.9 × N (with --fabric gib the default is declared per machine type, --machine-type, for all_gather_perf logs; all_reduce_perf logs need --floor)`, bandwidth.MaxGBps))
+	machineType := fs.String("machine-type", "", gibMachineTypeHelp())
 	plugin := fs.String("plugin-version", tcpxo.PluginVersion, "NCCL plugin version the log's 'Initializing network FasTrak, version:' line must match (a leading v is ignored; --fabric tcpxo only)")
 	out := fs.String("out", ".", "directory for "+ReportFile+" and "+ChartFile)
 	signKey := fs.String("sign-key", "", "`FILE`: an unencrypted ECDSA P-256 or Ed25519 private key (PEM, as openssl genpkey writes it); also write "+EvidenceFile+", a Sigstore bundle signing the report and the chart, which `tcpxogen verify` checks with the public key alone")
@@ -72,12 +79,21 @@ func run(_ context.Context, args []string, s cli.Streams) error {
 		return cli.BadInput("--fabric: %w", err)
 	}
 	pins, havePins := pinned[fab.Name]
-	if !havePins && !fs.Changed("floor") {
-		return cli.BadInput("--floor is required with --fabric %s: no busbw floor is declared for %s yet; give the floor your recipe declares, as --floor '>= N' in GB/s", fab.Name, fab.Title)
+	if *machineType != "" && !slices.Contains(fab.PublishedMachineTypes(), *machineType) {
+		if len(fab.Published) == 0 {
+			return cli.BadInput("--machine-type is for --fabric gib, whose floors are declared per machine type; --fabric %s's floor is --floor (default %s)", fab.Name, DefaultFloor)
+		}
+		return cli.BadInput("--machine-type %s: %s floors are declared for %s", excerpt.Quote(*machineType), fab.Short, strings.Join(fab.PublishedMachineTypes(), " and "))
 	}
-	floor, err := busbw.ParseFloor(*floorFlag)
-	if err != nil {
-		return cli.BadInput("--floor: %w", err)
+	declared := !fs.Changed("floor") && *machineType != ""
+	if !havePins && !fs.Changed("floor") && !declared {
+		return cli.BadInput("--floor or --machine-type is required with --fabric %s: its declared floors are per machine type (--machine-type %s, for all_gather_perf logs); or give the floor your recipe declares, as --floor '>= N' in GB/s", fab.Name, strings.Join(fab.PublishedMachineTypes(), "|"))
+	}
+	var floor busbw.Floor
+	if !declared {
+		if floor, err = busbw.ParseFloor(*floorFlag); err != nil {
+			return cli.BadInput("--floor: %w", err)
+		}
 	}
 	if !fab.PluginVersionLine {
 		if fs.Changed("plugin-version") {
@@ -100,9 +116,19 @@ func run(_ context.Context, args []string, s cli.Streams) error {
 		}
 	}
 
-	l, err := readLog(*logPath)
+	l, err := readLog(*logPath, fab)
 	if err != nil {
 		return err
+	}
+	var published busbw.Published
+	if declared {
+		// A log that shows no collective (no rows, no name) failed to run;
+		// it is judged against the fabric's first, the published one.
+		collective := cmp.Or(l.Collective, fab.Collectives[0])
+		var ok bool
+		if floor, published, ok = fab.DeclaredFloor(*machineType, collective); !ok {
+			return cli.BadInput("--log %s is %s's: %s floors are declared for %s only, the collective whose busbw Google publishes; give --floor for this run", *logPath, collective, fab.Short, fab.Collectives[0])
+		}
 	}
 	v := busbw.EvaluateFabric(l, floor, *plugin, fab)
 
@@ -133,7 +159,7 @@ func run(_ context.Context, args []string, s cli.Streams) error {
 		return fmt.Errorf("write the report to %s: %w", *out, err)
 	}
 
-	summarize(s.Out, *logPath, l, v, fab, *plugin, pins.nccl, reportPath, chartPath)
+	summarize(s.Out, *logPath, l, v, fab, *plugin, pins.nccl, reportPath, chartPath, published)
 	if evidencePath != "" {
 		fmt.Fprintf(s.Out, "  evidence   %s (signed with the %s key %s; verify with `tcpxogen verify --key PUB.pem %s`)\n", evidencePath, key.Algorithm(), key.Public().Hint(), evidencePath)
 	}
@@ -155,9 +181,10 @@ func ReadSignKey(path string) (*evidence.PrivateKey, error) {
 
 // readLog parses the log; a file that cannot be read, that is not
 // nccl-tests output at all, that has a malformed table or that is from a
-// collective other than all_reduce_perf is bad input (exit 2). A run that
-// failed or stopped early is not: Evaluate judges it (exit 1).
-func readLog(path string) (*busbw.Log, error) {
+// collective other than the ones fab's runs are judged by (all_reduce_perf;
+// gIB also all_gather_perf) is bad input (exit 2). A run that failed or
+// stopped early is not: Evaluate judges it (exit 1).
+func readLog(path string, fab busbw.Fabric) (*busbw.Log, error) {
 	f, err := inputfile.Open(path, inputfile.Spec{What: "--log", Max: inputfile.MaxLog})
 	if err != nil {
 		return nil, cli.BadInput("%w", err)
@@ -167,13 +194,13 @@ func readLog(path string) (*busbw.Log, error) {
 	if err != nil {
 		return nil, cli.BadInput("--log %s: %w", path, err)
 	}
-	if err := l.CheckCollective(busbw.AllReduce); err != nil {
+	if err := l.CheckFabricCollective(fab); err != nil {
 		return nil, cli.BadInput("--log %s: %w", path, err)
 	}
 	return l, nil
 }
 
-func summarize(w io.Writer, logPath string, l *busbw.Log, v busbw.Verdict, fab busbw.Fabric, plugin, ncclPinned, reportPath, chartPath string) {
+func summarize(w io.Writer, logPath string, l *busbw.Log, v busbw.Verdict, fab busbw.Fabric, plugin, ncclPinned, reportPath, chartPath string, published busbw.Published) {
 	verdict := "FAIL"
 	if v.Pass {
 		verdict = "PASS"
@@ -195,6 +222,10 @@ func summarize(w io.Writer, logPath string, l *busbw.Log, v busbw.Verdict, fab b
 		fmt.Fprintf(w, "  measured   nothing\n")
 	}
 	fmt.Fprintf(w, "  threshold  %s GB/s (%g × declared floor %s GB/s)\n", busbw.FormatGBps(v.Threshold), busbw.PassFraction, v.Floor)
+	if published.GBps > 0 {
+		fmt.Fprintf(w, "  floor      %g %% of the published %g GB/s (%s, %s, %d nodes, %s; %s): tcpxogen's judgement, not a published rule\n",
+			busbw.DeclaredFraction*100, published.GBps, published.MachineType, strings.TrimSuffix(published.Collective, "_perf"), published.Nodes, published.Size, published.Source)
+	}
 	fmt.Fprintf(w, "  nodes      %s\n", nodes(l))
 	fmt.Fprintf(w, "  network    %s\n", orAbsent(strings.Join(l.Networks, ", ")))
 	if fab.PluginVersionLine {
@@ -211,6 +242,22 @@ func summarize(w io.Writer, logPath string, l *busbw.Log, v busbw.Verdict, fab b
 	}
 	fmt.Fprintf(w, "  report     %s\n", reportPath)
 	fmt.Fprintf(w, "  chart      %s\n", chartPath)
+}
+
+// gibMachineTypeHelp is --machine-type's help: the declared floors, each
+// with the published figure it comes from.
+func gibMachineTypeHelp() string {
+	fab, err := busbw.LookupFabric("gib")
+	if err != nil {
+		return "with --fabric gib: the machine type the run was on"
+	}
+	var each []string
+	for _, p := range fab.Published {
+		floor, _, _ := fab.DeclaredFloor(p.MachineType, p.Collective)
+		each = append(each, fmt.Sprintf("%s %s GB/s (%g %% of the published %g GB/s)", p.MachineType, floor, busbw.DeclaredFraction*100, p.GBps))
+	}
+	return fmt.Sprintf("with --fabric gib and no --floor: the machine type the run was on, whose declared floor judges an all_gather_perf log: %s; %d-node all_gather busbw at %s from %s; the %g %% is tcpxogen's judgement",
+		strings.Join(each, ", "), fab.Published[0].Nodes, fab.Published[0].Size, `Google's "Run NCCL on custom GKE clusters that use A4 or A3 Ultra"`, busbw.DeclaredFraction*100)
 }
 
 func sweep(l *busbw.Log) string {

@@ -5,10 +5,12 @@
 package rendercmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -142,33 +144,55 @@ func renderRuntime(ctx context.Context, args []string, s cli.Streams) error {
 // rendered for the cluster's mapping, and the TrainJob that runs it: what
 // validate would run, for users who run it themselves.
 func renderBenchmark(_ context.Context, args []string, s cli.Streams) error {
-	fs := cli.NewFlags("render benchmark", "render benchmark (--interfaces eth1=NET,...,eth8=NET | --values FILE) [--namespace NS] [--nodes N] [--node-selector k=v[,k=v]]... [--toleration key[=value]:Effect]... [--profile default|simple] [--benchmark-image REF] [-o yaml|json]", s)
+	fs := cli.NewFlags("render benchmark", "render benchmark (--interfaces eth1=NET,...,eth8=NET | --values FILE) [--namespace NS] [--nodes N] [--node-selector k=v[,k=v]]... [--toleration key[=value]:Effect]... [--profile default|simple] [--benchmark-image REF] [-o yaml|json]\n"+
+		"       render benchmark --fabric gib --machine-type a3-ultragpu-8g|a4-highgpu-8g (--interfaces eth2=NET,...,eth9=NET[,eth1=NET] | --values FILE) [--collective all_gather|all_reduce] [--namespace NS] [--nodes N] [--node-selector k=v]... [--toleration key[=value]:Effect]... [--benchmark-image REF] [-o yaml|json]\n\n"+
+		"--fabric gib derives "+fabric.GIB.BenchmarkFor("<machine type>")+" from "+fabric.GIB.RuntimeFor("<machine type>")+" rendered for the mapping and machine type, run from the pinned gIB diagnostic image (its MPI build of nccl-tests, sshd on the port its sshd_config sets), all_gather by default: the collective of Google's NCCL test and of its published busbw.", s)
+	fabricName := fabricFlag(fs)
+	machineType := fs.String("machine-type", "", "with --fabric gib (required): the machine type the benchmark runs on: "+strings.Join(fabric.GIB.MachineTypeNames(), " or "))
+	collective := fs.String("collective", "", "the nccl-tests collective: "+benchmark.AllGather+" or "+benchmark.AllReduce+" with --fabric gib (default "+benchmark.GIB.Collectives[0]+"); "+benchmark.AllReduce+" only for tcpxo")
 	root := fs.String("root", "", "repository root whose bom/ to read (default: the checkout around the working directory, else the inputs built into tcpxogen)")
-	ifaces := fs.String("interfaces", "", "GPU-NIC to GKE Network mapping: eth1=<network>,...,eth8=<network> (required unless --values)")
-	values := fs.String("values", "", "YAML file with tcpxoInterfaces: [{interfaceName, network}, ...]")
+	ifaces := fs.String("interfaces", "", "GPU-NIC to GKE Network mapping: eth1=<network>,...,eth8=<network>; with --fabric gib eth2=<network>,...,eth9=<network>[,eth1=<network>] (required unless --values)")
+	values := fs.String("values", "", "YAML file with tcpxoInterfaces: [{interfaceName, network}, ...] (with --fabric gib, rdmaInterfaces:)")
 	selectors := fs.StringArray("node-selector", nil, nodeSelectorHelp)
 	tolerations := fs.StringArray("toleration", nil, "toleration key[=value]:Effect (repeatable)")
 	profile := fs.String("profile", runtimes.ProfileDefault, "NCCL profile: default or simple")
 	namespace := fs.String("namespace", "default", "namespace of the benchmark TrainingRuntime and its TrainJob; it must exist")
 	nodes := fs.Int("nodes", int(benchmark.DefaultNumNodes), "GPU nodes the benchmark spans (at least 2)")
-	image := fs.String("benchmark-image", "", "override the benchmark image (default: the pinned installer image, which carries the MPI build of nccl-tests and sshd); pinned as repo:tag@sha256:<64 hex>")
+	image := fs.String("benchmark-image", "", "override the benchmark image (default: the pinned installer image, which carries the MPI build of nccl-tests and sshd; with --fabric gib the pinned diagnostic image); pinned as repo:tag@sha256:<64 hex>")
 	format := fs.StringP("output", "o", "yaml", "output format: yaml or json")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
+	}
+	f, err := fabric.Lookup(*fabricName)
+	if err != nil {
+		return cli.BadInput("--fabric: %w", err)
+	}
+	if *nodes < 2 || *nodes > 1<<15 {
+		return cli.BadInput("--nodes %d: the benchmark spans at least 2 GPU nodes (on one node NCCL never uses the GPU NICs)", *nodes)
+	}
+	o := benchmark.Overrides{Namespace: *namespace, NumNodes: int32(*nodes), Image: *image, Collective: *collective}
+	if f.Name == fabric.GIB.Name {
+		if fs.Changed("profile") {
+			return cli.BadInput("--profile is TCPXO's (the installer's default and simple profiles); the gIB env is the machine type's: drop --profile")
+		}
+		return renderGIBBenchmark(s, *root, *machineType, *ifaces, *values, *selectors, *tolerations, *format, o)
+	}
+	if *machineType != "" {
+		return cli.BadInput("--machine-type is for --fabric gib; the TCPXO benchmark runs on a3-megagpu-8g only")
+	}
+	if *collective != "" && *collective != benchmark.AllReduce {
+		return cli.BadInput("--collective %s: the TCPXO benchmark runs %s only (the installer image's MPI build); %s is for --fabric gib", excerpt.Quote(*collective), benchmark.AllReduce, benchmark.AllGather)
 	}
 	opts, err := runtimeOptions(*ifaces, *values, *selectors, *tolerations, false)
 	if err != nil {
 		return cli.BadInput("%w", err)
 	}
 	opts.Profile = *profile
-	if *nodes < 2 || *nodes > 1<<15 {
-		return cli.BadInput("--nodes %d: the benchmark spans at least 2 GPU nodes (on one node NCCL never uses the GPU NICs)", *nodes)
-	}
 	in, err := inputs(*root)
 	if err != nil {
 		return err
 	}
-	bench, err := benchmark.ForCluster(in, opts, benchmark.Overrides{Namespace: *namespace, NumNodes: int32(*nodes), Image: *image})
+	bench, err := benchmark.ForCluster(in, opts, o)
 	switch {
 	case errors.Is(err, benchmark.ErrShipped):
 		// The runtime tcpxogen rendered cannot be benchmarked: not the user's input.
@@ -238,33 +262,11 @@ func fabricFlag(fs *pflag.FlagSet) *string {
 
 // renderRDMARuntime renders the gIB runtime for one machine type.
 func renderRDMARuntime(s cli.Streams, root, machineType, ifaces, values string, selectors, tolerations []string, worker, format string) error {
-	if machineType == "" {
-		return cli.BadInput("--machine-type is required with --fabric gib: one of %s (gIB's env differs per machine type)", strings.Join(fabric.GIB.MachineTypeNames(), ", "))
+	opts, err := rdmaOptions(machineType, ifaces, values, selectors, tolerations)
+	if err != nil {
+		return err
 	}
-	opts := runtimes.RDMAOptions{MachineType: machineType, WorkerImage: worker}
-	var err error
-	switch {
-	case ifaces != "" && values != "":
-		return cli.BadInput("give the mapping once: --interfaces or --values, not both")
-	case values != "":
-		data, rerr := inputfile.Read(values, inputfile.Spec{What: "--values", Max: inputfile.MaxData})
-		if rerr != nil {
-			return cli.BadInput("%w", rerr)
-		}
-		if opts.Interfaces, err = interfaces.RDMA.ParseYAML(data); err != nil {
-			return cli.BadInput("%s: %w", values, err)
-		}
-	default:
-		if opts.Interfaces, err = interfaces.RDMA.Parse(ifaces); err != nil {
-			return cli.BadInput("--interfaces: %w", err)
-		}
-	}
-	if opts.NodeSelector, err = parseSelectors(selectors); err != nil {
-		return cli.BadInput("%w", err)
-	}
-	if opts.Tolerations, err = parseTolerations(tolerations); err != nil {
-		return cli.BadInput("%w", err)
-	}
+	opts.WorkerImage = worker
 	in, err := inputs(root)
 	if err != nil {
 		return err
@@ -274,6 +276,68 @@ func renderRDMARuntime(s cli.Streams, root, machineType, ifaces, values string, 
 		return cli.BadInput("%w", err)
 	}
 	return write(s, runtimes.Format(format), nil, rt)
+}
+
+// renderGIBBenchmark prints the gIB benchmark derived from the gIB runtime
+// rendered for the mapping and machine type, and the TrainJob that runs it.
+func renderGIBBenchmark(s cli.Streams, root, machineType, ifaces, values string, selectors, tolerations []string, format string, o benchmark.Overrides) error {
+	opts, err := rdmaOptions(machineType, ifaces, values, selectors, tolerations)
+	if err != nil {
+		return err
+	}
+	if o.Collective != "" && !slices.Contains(benchmark.GIB.Collectives, o.Collective) {
+		return cli.BadInput("--collective %s: the gIB benchmark runs %s", excerpt.Quote(o.Collective), strings.Join(benchmark.GIB.Collectives, " or "))
+	}
+	in, err := inputs(root)
+	if err != nil {
+		return err
+	}
+	bench, err := benchmark.ForClusterGIB(in, opts, o)
+	switch {
+	case errors.Is(err, benchmark.ErrShipped):
+		return fmt.Errorf("the %s rendered for this mapping cannot be benchmarked, which is a bug in tcpxogen: %w", fabric.GIB.RuntimeFor(machineType), err)
+	case err != nil:
+		return cli.BadInput("%w", err)
+	}
+	collective := cmp.Or(o.Collective, benchmark.GIB.Collectives[0])
+	fmt.Fprintf(s.Err, "render benchmark: apply both objects in namespace %s; the result is the launcher pod's log (tcpxogen nccl-report --fabric gib --log FILE judges it)\n", o.Namespace)
+	return write(s, runtimes.Format(format), []string{
+		fmt.Sprintf("NCCL %s benchmark derived from %s for the NCCL/gIB installer %s,", benchmark.Perf(collective), fabric.GIB.RuntimeFor(machineType), in.GIB.PluginVersion),
+		"rendered by tcpxogen render benchmark --fabric gib for this cluster's RDMA networks, and the TrainJob that runs it.",
+	}, bench, benchmark.TrainJob(bench))
+}
+
+// rdmaOptions reads the gIB render flags: the machine type and the
+// mapping, required, and the node selection.
+func rdmaOptions(machineType, ifaces, values string, selectors, tolerations []string) (runtimes.RDMAOptions, error) {
+	if machineType == "" {
+		return runtimes.RDMAOptions{}, cli.BadInput("--machine-type is required with --fabric gib: one of %s (gIB's env differs per machine type)", strings.Join(fabric.GIB.MachineTypeNames(), ", "))
+	}
+	opts := runtimes.RDMAOptions{MachineType: machineType}
+	var err error
+	switch {
+	case ifaces != "" && values != "":
+		return opts, cli.BadInput("give the mapping once: --interfaces or --values, not both")
+	case values != "":
+		data, rerr := inputfile.Read(values, inputfile.Spec{What: "--values", Max: inputfile.MaxData})
+		if rerr != nil {
+			return opts, cli.BadInput("%w", rerr)
+		}
+		if opts.Interfaces, err = interfaces.RDMA.ParseYAML(data); err != nil {
+			return opts, cli.BadInput("%s: %w", values, err)
+		}
+	default:
+		if opts.Interfaces, err = interfaces.RDMA.Parse(ifaces); err != nil {
+			return opts, cli.BadInput("--interfaces: %w", err)
+		}
+	}
+	if opts.NodeSelector, err = parseSelectors(selectors); err != nil {
+		return opts, cli.BadInput("%w", err)
+	}
+	if opts.Tolerations, err = parseTolerations(tolerations); err != nil {
+		return opts, cli.BadInput("%w", err)
+	}
+	return opts, nil
 }
 
 // inputs loads the reviewed inputs of --root, else of the enclosing
