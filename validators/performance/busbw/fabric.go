@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
+
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 )
 
 // Fabric is what judging a run needs to know about one fabric: the network
@@ -108,7 +109,7 @@ func (f Fabric) PublishedMachineTypes() []string {
 
 // DefaultFabric is the fabric a run is judged for when none is named:
 // GPUDirect-TCPXO, the only one before fabrics were named.
-const DefaultFabric = "tcpxo"
+const DefaultFabric = fabric.Default
 
 // fabrics holds each fabric's entry, the default first.
 //
@@ -123,8 +124,8 @@ const DefaultFabric = "tcpxo"
 // can confirm. No line in which the gIB plugin logs its version is public.
 var fabrics = []Fabric{
 	{
-		Name:              "tcpxo",
-		Title:             "GPUDirect-TCPXO",
+		Name:              fabric.TCPXO.Name,
+		Title:             fabric.TCPXO.Title,
 		Network:           FasTrak,
 		Short:             "TCPXO",
 		Fallbacks:         "TCP",
@@ -137,7 +138,7 @@ var fabrics = []Fabric{
 		GuestFix:          `the fabric rule set, docs/tcpxo-workloads.md "What a workload may tune"; tcpxogen check trainjob names it for a TrainJob`,
 	},
 	{
-		Name:           "gib",
+		Name:           fabric.GIB.Name,
 		Title:          "GPUDirect-RDMA",
 		Network:        "gIB",
 		Short:          "gIB",
@@ -162,21 +163,18 @@ var fabrics = []Fabric{
 }
 
 // FabricNames lists the fabrics' names, the default first.
-func FabricNames() []string {
-	names := make([]string, len(fabrics))
-	for i, f := range fabrics {
-		names[i] = f.Name
-	}
-	return names
-}
+func FabricNames() []string { return fabric.Names() }
 
 // LookupFabric returns the fabric named name; an unknown name is an error
 // that lists the fabrics.
 func LookupFabric(name string) (Fabric, error) {
+	if _, err := fabric.Lookup(name); err != nil {
+		return Fabric{}, err
+	}
 	if i := slices.IndexFunc(fabrics, func(f Fabric) bool { return f.Name == name }); i >= 0 {
 		return fabrics[i], nil
 	}
-	return Fabric{}, fmt.Errorf("unknown fabric %q: use one of %s", name, strings.Join(FabricNames(), ", "))
+	return Fabric{}, fmt.Errorf("fabric %q has no log rules in nccl-report: add its entry to the report's fabric table", name)
 }
 
 // JudgedFabric is the fabric v was judged for: Verdict.Fabric, or
