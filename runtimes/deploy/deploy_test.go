@@ -3,8 +3,8 @@ package deploy
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
@@ -107,20 +108,13 @@ func build(t *testing.T, files map[string][]byte, overlay string) map[string]*un
 	return out
 }
 
-func objects(o Objects) []any {
-	return append([]any{o.Runtime}, o.Components...)
-}
-
 // TestKustomizeBuildEqualsRender: kustomize build of the base render
 // kustomize writes for a cluster is, object for object, what render
 // runtime and render components print for it.
 func TestKustomizeBuildEqualsRender(t *testing.T) {
 	in := inputs(t)
-	for _, name := range Names() {
-		f, err := Lookup(name)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, f := range entries {
+		name := f.Name()
 		for _, tc := range []struct {
 			name string
 			c    Cluster
@@ -138,7 +132,7 @@ func TestKustomizeBuildEqualsRender(t *testing.T) {
 					t.Fatal(err)
 				}
 				got := build(t, files, "")
-				if d := cmp.Diff(byKey(t, objects(want)...), got); d != "" {
+				if d := cmp.Diff(byKey(t, want.all()...), got); d != "" {
 					t.Errorf("kustomize build differs from render runtime + render components (-render +kustomize):\n%s", d)
 				}
 			})
@@ -152,8 +146,7 @@ func TestKustomizeBuildEqualsRender(t *testing.T) {
 // example's.
 func TestKustomizeOverlayPatchPoint(t *testing.T) {
 	in := inputs(t)
-	for _, name := range Names() {
-		f, _ := Lookup(name)
+	for _, f := range entries {
 		base, err := Kustomize(in, f, Cluster{Interfaces: f.Example()}, true)
 		if err != nil {
 			t.Fatal(err)
@@ -163,16 +156,20 @@ func TestKustomizeOverlayPatchPoint(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, value, err := InterfacesPatchPoint(want.Runtime)
-		if err != nil {
-			t.Fatal(err)
+		var patches []Patch
+		for _, rt := range want.Runtimes {
+			p, value, err := InterfacesPatchPoint(rt.Object)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The documented patch, as the kustomization shows it.
+			if !strings.Contains(string(base[Kustomization]), commented("patches:\n")) || !strings.Contains(string(base[Kustomization]), "name: "+rt.Name+"}") || !strings.Contains(string(base[Kustomization]), "path: "+p) {
+				t.Fatalf("%s does not document the patch point %s of %s:\n%s", Kustomization, p, rt.Name, base[Kustomization])
+			}
+			patches = append(patches, Patch{Runtime: rt.Name, Path: p, Value: value})
 		}
-		// The documented patch, as the kustomization shows it.
-		if !strings.Contains(string(base[Kustomization]), commented("patches:\n")) || !strings.Contains(string(base[Kustomization]), "path: "+p) {
-			t.Fatalf("%s does not document the patch point %s:\n%s", Kustomization, p, base[Kustomization])
-		}
-		got := build(t, base, OverlayPatch(f, p, value))
-		if d := cmp.Diff(byKey(t, objects(want)...), got); d != "" {
+		got := build(t, base, OverlayPatch(patches...))
+		if d := cmp.Diff(byKey(t, want.all()...), got); d != "" {
 			t.Errorf("the documented overlay patch does not give render runtime's objects (-render +kustomize):\n%s", d)
 		}
 	}
@@ -215,7 +212,7 @@ func TestChartTemplatesEveryClusterValue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := string(files[f.RuntimeTemplate()])
+	rt := string(files[RuntimeTemplate(f.Runtimes()[0])])
 	for _, want := range []string{
 		`networking.gke.io/interfaces: {{ include "tcpxogen-tcpxo.interfaces" . | toJson }}`,
 		`image: {{ .Values.workerImage | toJson }}`,
@@ -223,7 +220,7 @@ func TestChartTemplatesEveryClusterValue(t *testing.T) {
 		`{{- with .Values.tolerations }}`,
 	} {
 		if !strings.Contains(rt, want) {
-			t.Errorf("%s lacks %s", f.RuntimeTemplate(), want)
+			t.Errorf("%s lacks %s", RuntimeTemplate(f.Runtimes()[0]), want)
 		}
 	}
 	bench := string(files[f.BenchmarkTemplate()])
@@ -244,7 +241,7 @@ func TestChartTemplatesEveryClusterValue(t *testing.T) {
 		}
 	}
 	// The components are not templated at all: render components' output.
-	comps, err := runtimes.Encode(runtimes.FormatYAML, nil, objects(mustRender(t, in, f))[1:]...)
+	comps, err := runtimes.Encode(runtimes.FormatYAML, nil, mustRender(t, in, f).Components...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,14 +303,23 @@ func TestChartVersion(t *testing.T) {
 	}
 }
 
-func TestLookupNamesTheSupportedFabrics(t *testing.T) {
-	if _, err := Lookup("tcpxo"); err != nil {
+// TestLookupIsTheRegistrys: the fabrics are the registry's; an unknown
+// name is refused with the registry's message.
+func TestLookupIsTheRegistrys(t *testing.T) {
+	if !slices.Equal(Names(), fabric.Names()) {
+		t.Errorf("Names() = %v, the registry's are %v", Names(), fabric.Names())
+	}
+	f, err := Lookup("tcpxo")
+	if err != nil {
 		t.Fatal(err)
 	}
-	_, err := Lookup("rdma")
-	want := fmt.Sprintf("--fabric %q is not a supported fabric: want one of %s", "rdma", strings.Join(Names(), ", "))
-	if err == nil || err.Error() != want {
-		t.Errorf("Lookup(rdma) = %v, want %s", err, want)
+	if f.Registry.Name != fabric.TCPXO.Name || f.Layout != interfaces.TCPXO {
+		t.Errorf("Lookup(tcpxo) = the %s entry with layout %s", f.Registry.Name, f.Layout)
+	}
+	_, err = Lookup("rdma")
+	_, want := fabric.Lookup("rdma")
+	if err == nil || want == nil || err.Error() != want.Error() {
+		t.Errorf("Lookup(rdma) = %v, want the registry's %v", err, want)
 	}
 }
 

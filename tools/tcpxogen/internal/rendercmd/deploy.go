@@ -88,7 +88,7 @@ func lookupFabric(name string) (deploy.Fabric, error) {
 	}
 	f, err := deploy.Lookup(name)
 	if err != nil {
-		return deploy.Fabric{}, cli.BadInput("%w", err)
+		return deploy.Fabric{}, cli.BadInput("--fabric: %w", err)
 	}
 	return f, nil
 }

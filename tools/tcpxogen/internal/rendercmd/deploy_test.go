@@ -102,11 +102,11 @@ func TestRenderChartAndKustomizeRefuse(t *testing.T) {
 		args []string
 		want string
 	}{
-		"chart: other fabric":        {[]string{"chart", "--fabric", "gib", "DIR"}, `--fabric "gib" is not a supported fabric: want one of ` + supported},
+		"chart: other fabric":        {[]string{"chart", "--fabric", "rdma", "DIR"}, `--fabric: unknown fabric "rdma": use one of ` + supported},
 		"chart: no fabric":           {[]string{"chart", "DIR"}, "--fabric is required: want one of " + supported},
 		"chart: no DIR":              {[]string{"chart", "--fabric", "tcpxo"}, "the chart's directory, DIR"},
 		"chart: DIR is a file":       {[]string{"chart", "--fabric", "tcpxo", file}, "is not a directory"},
-		"kustomize: other fabric":    {[]string{"kustomize", "--fabric", "rdma", "--interfaces", valid, "DIR"}, `--fabric "rdma"`},
+		"kustomize: other fabric":    {[]string{"kustomize", "--fabric", "rdma", "--interfaces", valid, "DIR"}, `--fabric: unknown fabric "rdma"`},
 		"kustomize: no mapping":      {[]string{"kustomize", "--fabric", "tcpxo", "DIR"}, "eth1=<network>"},
 		"kustomize: duplicate":       {[]string{"kustomize", "--fabric", "tcpxo", "--interfaces", strings.Replace(valid, "net-2", "net-1", 1), "DIR"}, "net-1"},
 		"kustomize: unpinned worker": {[]string{"kustomize", "--fabric", "tcpxo", "--interfaces", valid, "--worker-image", "pytorch/pytorch:latest", "DIR"}, "digest"},
