@@ -414,12 +414,10 @@ func (f Fabric) valuesFile(in *runtimes.Inputs, header string) ([]byte, error) {
 #   helm install %s deploy/helm/%s -f values.yaml
 `, f.MappingName, span, f.Segment, f.Discover, f.ChartName(), f.Name())
 	} else {
-		fmt.Fprintf(&b, `# The %s, required: each of %s bound to the
-# Device-type GKE Network of its %s%s, exactly as render runtime --fabric %s
-# --values reads it. There is no default, because the Network names differ per
-# cluster (%s):
-#   helm install %s deploy/helm/%s -f values.yaml
-`, f.MappingName, span, f.Segment, f.optionalMapped(), f.Name(), f.NetworkSource, f.ChartName(), f.Name())
+		fmt.Fprintf(&b, "# %s\n#   helm install %s deploy/helm/%s -f values.yaml\n",
+			wrap(fmt.Sprintf("The %s, required: each of %s bound to the Device-type GKE Network of its %s%s, exactly as render runtime --fabric %s --values reads it. There is no default, because the Network names differ per cluster (%s):",
+				f.MappingName, span, f.Segment, f.optionalMapped(), f.Name(), f.NetworkSource)),
+			f.ChartName(), f.Name())
 	}
 	fmt.Fprintf(&b, `# Entries may come in any order, e.g.
 #   %s:
@@ -427,12 +425,9 @@ func (f Fabric) valuesFile(in *runtimes.Inputs, header string) ([]byte, error) {
 %s: []
 `, f.ValuesKey(), nics[0], f.ValuesKey())
 	if f.PerMachineType {
-		fmt.Fprintf(&b, `
-# The machine types to ship a runtime for, %s each: the
-# env differs per machine type, so each has its own runtime, which selects only
-# that machine type's nodes. Default: every one.
-%s:
-`, f.Registry.RuntimeFor("<machine type>"), valuesMachineTypes)
+		fmt.Fprintf(&b, "\n# %s\n%s:\n", wrap("The machine types to ship a runtime for, "+f.Registry.RuntimeFor("<machine type>")+
+			" each: the env differs per machine type, so each has its own runtime, which selects only that machine type's nodes. Default: every one."),
+			valuesMachineTypes)
 		for _, mt := range f.Registry.MachineTypeNames() {
 			fmt.Fprintf(&b, "  - %s\n", mt)
 		}
@@ -450,11 +445,15 @@ func (f Fabric) valuesFile(in *runtimes.Inputs, header string) ([]byte, error) {
 %s: {}
 `, valuesNodeSelector)
 	}
+	pods := "runtime's"
+	if f.PerMachineType {
+		pods = "runtimes'"
+	}
 	fmt.Fprintf(&b, `
-# Tolerations of the runtime's pods (Kubernetes tolerations), as render runtime
+# Tolerations of the %s pods (Kubernetes tolerations), as render runtime
 # --toleration.
 %s: []
-`, valuesTolerations)
+`, pods, valuesTolerations)
 	if image := f.DefaultWorkerImage(in); f.hasDefaultWorkerImage() {
 		quoted, err := json.Marshal(image)
 		if err != nil {
@@ -467,11 +466,9 @@ func (f Fabric) valuesFile(in *runtimes.Inputs, header string) ([]byte, error) {
 `, f.NodeContainer, valuesWorkerImage, quoted)
 	} else {
 		fmt.Fprintf(&b, `
-# The image the runtimes' %s container runs, pinned as repo:tag@sha256:<64 hex>.
-# Empty (the default): the runtimes have none, and
-# %s.
+# %s
 %s: ""
-`, f.NodeContainer, wrap(f.NoWorkerImage(in)), valuesWorkerImage)
+`, wrap(fmt.Sprintf("The image the runtimes' %s container runs, pinned as repo:tag@sha256:<64 hex>. Empty (the default): the runtimes have none, and %s.", f.NodeContainer, f.NoWorkerImage(in))), valuesWorkerImage)
 	}
 	if f.Benchmark != "" {
 		fmt.Fprintf(&b, `
@@ -500,7 +497,7 @@ func wrap(s string) string {
 	var lines []string
 	line := ""
 	for _, w := range strings.Fields(s) {
-		if line != "" && len(line)+1+len(w) > 76 {
+		if line != "" && len(line)+1+len(w) > 78 {
 			lines = append(lines, line)
 			line = w
 			continue

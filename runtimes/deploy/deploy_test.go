@@ -30,22 +30,46 @@ func inputs(t *testing.T) *runtimes.Inputs {
 	return in
 }
 
-func mapping(t *testing.T, pairs string) []interfaces.Binding {
+func mapping(t *testing.T, l interfaces.Layout, pairs string) []interfaces.Binding {
 	t.Helper()
-	m, err := interfaces.Parse(pairs)
+	m, err := l.Parse(pairs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m.Bindings()
 }
 
-// cluster is a mapping and every other value set away from its default.
-func cluster(t *testing.T) Cluster {
+// bindings are pairs as they come, unvalidated.
+func bindings(pairs string) []interfaces.Binding {
+	var out []interfaces.Binding
+	for _, p := range strings.Split(pairs, ",") {
+		nic, net, _ := strings.Cut(p, "=")
+		out = append(out, interfaces.Binding{Interface: nic, Network: net})
+	}
+	return out
+}
+
+// Mappings of another cluster than the example's, out of NIC order.
+const (
+	tcpxoPairs = "eth8=vpc-h,eth1=vpc-a,eth2=vpc-b,eth3=vpc-c,eth4=vpc-d,eth5=vpc-e,eth6=vpc-f,eth7=vpc-g"
+	// gibPairs binds the gVNIC network on eth1 too.
+	gibPairs = "eth9=rdma-h,eth2=rdma-a,eth3=rdma-b,eth4=rdma-c,eth5=rdma-d,eth6=rdma-e,eth7=rdma-f,eth8=rdma-g,eth1=gvnic-x"
+)
+
+const pinnedWorker = "us-docker.pkg.dev/team/train/worker:v3@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+// cluster is a mapping of f's and every other value set away from its
+// default.
+func cluster(t *testing.T, f Fabric) Cluster {
+	pairs := tcpxoPairs
+	if f.Layout == interfaces.RDMA {
+		pairs = gibPairs
+	}
 	return Cluster{
-		Interfaces:   mapping(t, "eth8=vpc-h,eth1=vpc-a,eth2=vpc-b,eth3=vpc-c,eth4=vpc-d,eth5=vpc-e,eth6=vpc-f,eth7=vpc-g"),
-		NodeSelector: map[string]string{"pool": "a3-mega", "cloud.google.com/gke-nodepool": "gpu"},
+		Interfaces:   mapping(t, f.Layout, pairs),
+		NodeSelector: map[string]string{"pool": "gpu", "cloud.google.com/gke-nodepool": "gpu"},
 		Tolerations:  []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpEqual, Value: "present", Effect: corev1.TaintEffectNoSchedule}},
-		WorkerImage:  "us-docker.pkg.dev/team/train/worker:v3@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		WorkerImage:  pinnedWorker,
 	}
 }
 
@@ -120,7 +144,7 @@ func TestKustomizeBuildEqualsRender(t *testing.T) {
 			c    Cluster
 		}{
 			{"example mapping, defaults", Cluster{Interfaces: f.Example()}},
-			{"every value set", cluster(t)},
+			{"every value set", cluster(t, f)},
 		} {
 			t.Run(name+"/"+tc.name, func(t *testing.T) {
 				files, err := Kustomize(in, f, tc.c, false)
@@ -151,7 +175,7 @@ func TestKustomizeOverlayPatchPoint(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		mine := Cluster{Interfaces: cluster(t).Interfaces}
+		mine := Cluster{Interfaces: cluster(t, f).Interfaces}
 		want, err := f.Render(in, mine)
 		if err != nil {
 			t.Fatal(err)
@@ -176,28 +200,87 @@ func TestKustomizeOverlayPatchPoint(t *testing.T) {
 }
 
 // TestKustomizeRefusesWhatRenderRefuses: no mapping, a bad one or an
-// unpinned worker image is refused, as render runtime refuses it.
+// unpinned worker image is refused, as render runtime refuses it; so are
+// machine types a fabric does not serve, or given to a fabric with one
+// runtime.
 func TestKustomizeRefusesWhatRenderRefuses(t *testing.T) {
 	in := inputs(t)
-	f, _ := Lookup("tcpxo")
-	good := cluster(t)
+	tcpxo, _ := Lookup("tcpxo")
+	gib, _ := Lookup("gib")
+	good := cluster(t, tcpxo)
 	dup := append([]interfaces.Binding(nil), good.Interfaces...)
 	dup[1].Network = dup[0].Network
+	gibGood := cluster(t, gib).Interfaces
 	for name, tc := range map[string]struct {
+		f    Fabric
 		c    Cluster
 		want string
 	}{
-		"no mapping":     {Cluster{}, "tcpxoInterfaces is empty"},
-		"shared network": {Cluster{Interfaces: dup}, "already uses"},
-		"unpinned image": {Cluster{Interfaces: good.Interfaces, WorkerImage: "pytorch/pytorch:latest"}, "digest"},
-		"benchmark":      {Cluster{Interfaces: good.Interfaces, BenchmarkNamespace: "ns"}, "no benchmark"},
+		"no mapping":                {tcpxo, Cluster{}, "tcpxoInterfaces is empty"},
+		"shared network":            {tcpxo, Cluster{Interfaces: dup}, "already uses"},
+		"unpinned image":            {tcpxo, Cluster{Interfaces: good.Interfaces, WorkerImage: "pytorch/pytorch:latest"}, "digest"},
+		"benchmark":                 {tcpxo, Cluster{Interfaces: good.Interfaces, BenchmarkNamespace: "ns"}, "no benchmark"},
+		"tcpxo: a machine type":     {tcpxo, Cluster{Interfaces: good.Interfaces, MachineTypes: []string{"a3-megagpu-8g"}}, "machine types are for a fabric with a runtime per machine type"},
+		"gib: no mapping":           {gib, Cluster{}, "rdmaInterfaces is empty"},
+		"gib: a TCPXO mapping":      {gib, Cluster{Interfaces: good.Interfaces}, "the GPU NICs of A3 Mega (TCPXO)"},
+		"gib: eth1 on an RDMA net":  {gib, Cluster{Interfaces: bindings(strings.Replace(gibPairs, "eth1=gvnic-x", "eth1=rdma-a", 1))}, "eth1 is for the gVNIC network"},
+		"gib: A3 Mega":              {gib, Cluster{Interfaces: gibGood, MachineTypes: []string{"a3-megagpu-8g"}}, `machine type "a3-megagpu-8g" is not served by the gib fabric: use a3-ultragpu-8g or a4-highgpu-8g`},
+		"gib: a machine type twice": {gib, Cluster{Interfaces: gibGood, MachineTypes: []string{"a4-highgpu-8g", "a4-highgpu-8g"}}, "machine type a4-highgpu-8g is given twice"},
+		"gib: unpinned image":       {gib, Cluster{Interfaces: gibGood, WorkerImage: "nvcr.io/nvidia/pytorch:25.10-py3"}, "digest"},
+		"gib: benchmark":            {gib, Cluster{Interfaces: gibGood, BenchmarkNamespace: "ns"}, "no benchmark"},
 	} {
-		files, err := Kustomize(in, f, tc.c, false)
+		files, err := Kustomize(in, tc.f, tc.c, false)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want an error containing %q", name, err, tc.want)
 		}
 		if files != nil {
 			t.Errorf("%s: files returned with the error", name)
+		}
+	}
+}
+
+// TestGIBBaseHoldsTheListedMachineTypes: the gIB base holds a runtime for
+// each machine type asked for, in registry order whatever the order asked,
+// each render runtime --fabric gib --machine-type T's object; every one by
+// default.
+func TestGIBBaseHoldsTheListedMachineTypes(t *testing.T) {
+	in := inputs(t)
+	f, _ := Lookup("gib")
+	for _, tc := range []struct {
+		asked, want []string
+	}{
+		{nil, []string{"a3-ultragpu-8g", "a4-highgpu-8g"}},
+		{[]string{"a4-highgpu-8g"}, []string{"a4-highgpu-8g"}},
+		{[]string{"a4-highgpu-8g", "a3-ultragpu-8g"}, []string{"a3-ultragpu-8g", "a4-highgpu-8g"}},
+	} {
+		c := cluster(t, f)
+		c.MachineTypes = tc.asked
+		files, err := Kustomize(in, f, c, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := interfaces.RDMA.FromBindings(c.Interfaces)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []any
+		var resources []string
+		for _, mt := range tc.want {
+			rt, err := runtimes.RDMARuntime(in, runtimes.RDMAOptions{Interfaces: m, MachineType: mt, NodeSelector: c.NodeSelector, Tolerations: c.Tolerations, WorkerImage: c.WorkerImage})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, rt)
+			resources = append(resources, "  - "+fabric.GIB.RuntimeFor(mt)+".yaml")
+		}
+		for _, ds := range runtimes.RDMAComponents(in) {
+			want = append(want, ds)
+		}
+		if d := cmp.Diff(byKey(t, want...), build(t, files, "")); d != "" {
+			t.Errorf("--machine-type %v: kustomize build differs from render runtime --fabric gib + render components --fabric gib (-render +kustomize):\n%s", tc.asked, d)
+		}
+		if !strings.HasSuffix(string(files[Kustomization]), "resources:\n"+strings.Join(resources, "\n")+"\n  - components.yaml\n") {
+			t.Errorf("--machine-type %v: %s lists other resources than %v:\n%s", tc.asked, Kustomization, resources, files[Kustomization])
 		}
 	}
 }
@@ -227,10 +310,28 @@ func TestChartTemplatesEveryClusterValue(t *testing.T) {
 	if !strings.HasPrefix(bench, "{{- if .Values.benchmark.enabled }}\n") || !strings.Contains(bench, "namespace: {{ .Release.Namespace | toJson }}") {
 		t.Errorf("%s is not the benchmark behind benchmark.enabled in the release's namespace:\n%.400s", f.BenchmarkTemplate(), bench)
 	}
+	holdsNothingOfTheExample(t, f, files)
+	// The components are not templated at all: render components' output.
+	comps, err := runtimes.Encode(runtimes.FormatYAML, nil, mustRender(t, in, f).Components...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasSuffix(files[componentsFile], comps) {
+		t.Errorf("%s is not render components' output", componentsFile)
+	}
+}
+
+// holdsNothingOfTheExample: no template holds a network of the example
+// mapping the chart was rendered from, no file a placeholder or a Helm
+// hook.
+func holdsNothingOfTheExample(t *testing.T, f Fabric, files map[string][]byte) {
+	t.Helper()
 	for p, data := range files {
-		for _, b := range f.Example() {
-			if bytes.Contains(data, []byte(b.Network)) {
-				t.Errorf("%s holds the example network %s", p, b.Network)
+		if strings.HasPrefix(p, "templates/") {
+			for _, b := range f.Example() {
+				if bytes.Contains(data, []byte(b.Network)) {
+					t.Errorf("%s holds the example network %s", p, b.Network)
+				}
 			}
 		}
 		if bytes.Contains(data, []byte("tcpxogen-helm-value-")) {
@@ -240,13 +341,53 @@ func TestChartTemplatesEveryClusterValue(t *testing.T) {
 			t.Errorf("%s has a Helm hook: hook resources are not part of the release", p)
 		}
 	}
-	// The components are not templated at all: render components' output.
+}
+
+// TestGIBChartTemplatesEveryClusterValue: the gIB chart holds a runtime
+// template per machine type, rendered when machineTypes lists it, with
+// the mapping, node selector, tolerations and image templated, the last
+// three absent when unset as render runtime omits them; the installer
+// DaemonSet as render components --fabric gib prints it; no benchmark.
+func TestGIBChartTemplatesEveryClusterValue(t *testing.T) {
+	in := inputs(t)
+	f, _ := Lookup("gib")
+	files, err := Chart(in, f, "v1.2.3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, mt := range fabric.GIB.MachineTypeNames() {
+		name := RuntimeTemplate(fabric.GIB.RuntimeFor(mt))
+		want = append(want, name)
+		rt := string(files[name])
+		if !strings.HasPrefix(rt, `{{- if has "`+mt+`" .Values.machineTypes }}`+"\n# Code generated") || !strings.HasSuffix(rt, "\n{{- end }}\n") {
+			t.Errorf("%s is not behind machineTypes listing %s:\n%.200s", name, mt, rt)
+		}
+		for _, w := range []string{
+			`networking.gke.io/interfaces: {{ include "tcpxogen-gib.interfaces" . | toJson }}`,
+			"{{- with .Values.workerImage }}\n                  image: {{ . | toJson }}\n{{- end }}\n                  name: node\n",
+			"{{- with .Values.nodeSelector }}\n                nodeSelector:{{- toYaml . | nindent 18 }}\n{{- end }}\n",
+			"{{- with .Values.tolerations }}\n                tolerations:{{- toYaml . | nindent 18 }}\n{{- end }}\n",
+			"- " + mt + "\n",
+		} {
+			if !strings.Contains(rt, w) {
+				t.Errorf("%s lacks %q", name, w)
+			}
+		}
+	}
+	want = append(want, componentsFile, helpersFile, notesFile)
+	for p := range files {
+		if strings.HasPrefix(p, "templates/") && !slices.Contains(want, p) {
+			t.Errorf("the gIB chart has template %s; want only %v", p, want)
+		}
+	}
+	holdsNothingOfTheExample(t, f, files)
 	comps, err := runtimes.Encode(runtimes.FormatYAML, nil, mustRender(t, in, f).Components...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.HasSuffix(files[componentsFile], comps) {
-		t.Errorf("%s is not render components' output", componentsFile)
+		t.Errorf("%s is not render components --fabric gib's output", componentsFile)
 	}
 }
 
@@ -261,24 +402,40 @@ func mustRender(t *testing.T, in *runtimes.Inputs, f Fabric) Objects {
 
 // TestChartValuesAreTheSchemasKeys: values.yaml is one strict YAML
 // document whose keys are exactly the schema's properties, with the worker
-// image the runtime defaults to.
+// image the runtime defaults to (none for gIB) and, for gIB, every machine
+// type.
 func TestChartValuesAreTheSchemasKeys(t *testing.T) {
 	in := inputs(t)
-	f, _ := Lookup("tcpxo")
-	files, err := Chart(in, f, "v1.2.3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var values map[string]any
-	if err := yaml.UnmarshalStrict(files[ValuesFile], &values); err != nil {
-		t.Fatal(err)
-	}
-	props := f.Schema(in)["properties"].(obj)
-	if d := cmp.Diff(sortedKeys(props), sortedKeys(values)); d != "" {
-		t.Errorf("values.yaml's keys differ from the schema's properties (-schema +values):\n%s", d)
-	}
-	if values[valuesWorkerImage] != in.BOM.Images.Worker.Reference {
-		t.Errorf("workerImage defaults to %v, want the BOM's %s", values[valuesWorkerImage], in.BOM.Images.Worker.Reference)
+	for _, f := range entries {
+		files, err := Chart(in, f, "v1.2.3")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var values map[string]any
+		if err := yaml.UnmarshalStrict(files[ValuesFile], &values); err != nil {
+			t.Fatal(err)
+		}
+		props := f.Schema(in)["properties"].(obj)
+		if d := cmp.Diff(sortedKeys(props), sortedKeys(values)); d != "" {
+			t.Errorf("%s: values.yaml's keys differ from the schema's properties (-schema +values):\n%s", f.Name(), d)
+		}
+		wantImage := in.BOM.Images.Worker.Reference
+		if f.Name() == "gib" {
+			wantImage = ""
+			if d := cmp.Diff([]any{"a3-ultragpu-8g", "a4-highgpu-8g"}, values[valuesMachineTypes]); d != "" {
+				t.Errorf("gib: machineTypes defaults to other than every machine type (-want +got):\n%s", d)
+			}
+		}
+		if values[valuesWorkerImage] != wantImage {
+			t.Errorf("%s: workerImage defaults to %v, want %q", f.Name(), values[valuesWorkerImage], wantImage)
+		}
+		if err := validate(t, f.Schema(in), values); err == nil {
+			t.Errorf("%s: the schema accepts values.yaml without a mapping", f.Name())
+		}
+		values[f.ValuesKey()] = asJSON(t, f.Example())
+		if err := validate(t, f.Schema(in), values); err != nil {
+			t.Errorf("%s: the schema refuses values.yaml with the example mapping: %v", f.Name(), err)
+		}
 	}
 }
 

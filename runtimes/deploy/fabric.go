@@ -207,7 +207,7 @@ func (f Fabric) AllNICs() []string {
 func (f Fabric) ValuesKey() string { return f.Layout.YAMLKey() }
 
 // entries is every fabric's entry; the registry names them.
-var entries = []Fabric{tcpxo}
+var entries = []Fabric{tcpxo, gib}
 
 // Names returns the fabric names: the registry's, the values --fabric
 // takes.

@@ -73,26 +73,33 @@ func Kustomize(in *runtimes.Inputs, f Fabric, c Cluster, example bool) (map[stri
 	for _, h := range header {
 		fmt.Fprintf(&b, "# %s\n", h)
 	}
-	field := "that one field in your overlay"
-	if len(patches) > 1 {
-		field = "that one field of each runtime in your overlay"
-	}
-	fmt.Fprintf(&b, "#\n# The %s networks are the one input that differs per cluster. Regenerate\n", strings.TrimSuffix(f.MappingName, " to GKE Network mapping"))
 	if f.Discover != "" {
-		fmt.Fprintf(&b, "# this base with your cluster's:\n#   %s\n", f.Discover)
+		fmt.Fprintf(&b, `#
+# The %[1]s networks are the one input that differs per cluster. Regenerate
+# this base with your cluster's:
+#   %[2]s
+#   tcpxogen render kustomize --fabric %[3]s --values values.yaml DIR
+# or keep it as a base and replace that one field in your overlay (the value is
+# %[4]s on %[5]s first, then %[6]s in order, each on its Network):
+`, strings.TrimSuffix(f.MappingName, " to GKE Network mapping"), f.Discover, f.Name(), interfaces.DefaultInterface, interfaces.DefaultNetwork, f.nicOrder())
 	} else {
-		fmt.Fprintf(&b, "# this base with your cluster's (%s):\n", f.NetworkSource)
+		fmt.Fprintf(&b, "#\n# %s\n#   tcpxogen render kustomize --fabric %s --values values.yaml DIR\n# %s\n",
+			wrap(fmt.Sprintf("The %s networks are the one input that differs per cluster (%s). Regenerate this base with your cluster's:",
+				strings.TrimSuffix(f.MappingName, " to GKE Network mapping"), f.NetworkSource)),
+			f.Name(),
+			wrap(fmt.Sprintf("or keep it as a base and replace that one field of each runtime in your overlay (the value is %s on %s first, then %s in order, each on its Network):",
+				interfaces.DefaultInterface, interfaces.DefaultNetwork, f.nicOrder())))
 	}
-	fmt.Fprintf(&b, `#   tcpxogen render kustomize --fabric %[1]s --values values.yaml DIR
-# or keep it as a base and replace %[2]s (the value is
-# %[3]s on %[4]s first, then %[5]s in order, each on its Network):
-%[6]s#
-# Node selector, tolerations and worker image: render kustomize takes the
-# flags of render runtime.
+	flags := "Node selector, tolerations and worker image: render kustomize takes the\n# flags of render runtime."
+	if f.PerMachineType {
+		flags = "Node selector, tolerations and worker image: render kustomize takes the\n# flags of render runtime; --machine-type the machine types to ship a runtime for."
+	}
+	fmt.Fprintf(&b, `%s#
+# %s
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
-`, f.Name(), field, interfaces.DefaultInterface, interfaces.DefaultNetwork, f.nicOrder(), commented(OverlayPatch(patches...)))
+`, commented(OverlayPatch(patches...)), flags)
 	for _, r := range resources {
 		fmt.Fprintf(&b, "  - %s\n", r)
 	}
