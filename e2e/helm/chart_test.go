@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tcpxogen/tcpxogen/e2e/scenario"
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/benchmark"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
@@ -23,12 +24,11 @@ import (
 // repoRoot is the parent module's checkout: this package is e2e/helm.
 const repoRoot = "../.."
 
-// fabric is the fabric whose chart these scenarios drive.
-const fabric = "tcpxo"
-
+// loadChart is the TCPXO chart, which the scenarios of this file drive
+// (gib_test.go drives gIB's).
 func loadChart(t testing.TB) string {
 	t.Helper()
-	return ChartDir(repoRoot, fabric)
+	return ChartDir(repoRoot, fabric.TCPXO.Name)
 }
 
 // values reads a values document as `helm install -f` does.
@@ -241,18 +241,19 @@ func TestBadValuesFailTemplate(t *testing.T) {
 		t.Fatal(err)
 	}
 	pairs := strings.Split(vpcs, ",")
+	seven := pairs[:7:7] // appending to it leaves pairs alone
 	long := strings.Repeat("n", interfaces.MaxNetworkNameLength+1)
 	for _, tc := range []struct {
 		name, values string
 		mapping      bool // a bad mapping, which ParseYAML must refuse too
 		want         []string
 	}{
-		{"seven networks", entries(pairs[:7]...), true, []string{"at '/tcpxoInterfaces'", "minItems: got 7, want 8"}},
+		{"seven networks", entries(seven...), true, []string{"at '/tcpxoInterfaces'", "minItems: got 7, want 8"}},
 		{"nine networks", entries(append(pairs, "eth8=vpc9")...), true, []string{"at '/tcpxoInterfaces'", "maxItems: got 9, want 8"}},
-		{"a NIC twice", entries(append(pairs[:7], "eth1=vpc9")...), true, []string{"at '/tcpxoInterfaces'", "max 1 items required to match contains schema, but matched 2 items at 0 7", "value must be 'eth8'"}},
-		{"a network twice", entries(append(pairs[:7], "eth8=vpc1")...), true, []string{"tcpxoInterfaces: eth1 and eth8 are both mapped to network \"vpc1\"", interfaces.SharedNetworkRule, "map eth8 to the Network of its own VPC"}},
-		{"eth9", entries(append(pairs[:7], "eth9=vpc9")...), true, []string{"at '/tcpxoInterfaces/7/interfaceName'", "value must be one of 'eth1'"}},
-		{"eth0", entries(append(pairs[:7], "eth0=vpc9")...), true, []string{"at '/tcpxoInterfaces/7/interfaceName'"}},
+		{"a NIC twice", entries(append(seven, "eth1=vpc9")...), true, []string{"at '/tcpxoInterfaces'", "max 1 items required to match contains schema, but matched 2 items at 0 7", "value must be 'eth8'"}},
+		{"a network twice", entries(append(seven, "eth8=vpc1")...), true, []string{"tcpxoInterfaces: eth1 and eth8 are both mapped to network \"vpc1\"", interfaces.SharedNetworkRule, "map eth8 to the Network of its own VPC"}},
+		{"eth9", entries(append(seven, "eth9=vpc9")...), true, []string{"at '/tcpxoInterfaces/7/interfaceName'", "value must be one of 'eth1'"}},
+		{"eth0", entries(append(seven, "eth0=vpc9")...), true, []string{"at '/tcpxoInterfaces/7/interfaceName'"}},
 		{"a 42-character name", entries(append([]string{"eth1=" + long}, pairs[1:]...)...), true, []string{"at '/tcpxoInterfaces/0/network'", "maxLength: got 42, want 41"}},
 		{"an upper-case name", entries(append([]string{"eth1=VPC1"}, pairs[1:]...)...), true, []string{"at '/tcpxoInterfaces/0/network'", "'VPC1' does not match pattern"}},
 		{"a misspelt entry key", strings.Replace(entries(pairs...), "network: vpc3", "netwrok: vpc3", 1), true, []string{"at '/tcpxoInterfaces/2'", "additional properties 'netwrok' not allowed"}},

@@ -20,7 +20,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 )
 
-// ReleaseName is the release every scenario installs.
+// ReleaseName is the release `helm template` renders, and the TCPXO
+// scenarios install.
 const ReleaseName = "tcpxo"
 
 // ChartDir is the committed chart of fabric under the checkout root.
@@ -79,16 +80,16 @@ func (c Cluster) config(namespace string) (*action.Configuration, error) {
 	return cfg, nil
 }
 
-// Install runs `helm install ReleaseName CHART --namespace namespace
+// Install runs `helm install RELEASE CHART --namespace namespace
 // --create-namespace` with vals, not waiting for readiness (the simulated
 // nodes run no DaemonSet pods).
-func (c Cluster) Install(ch *chart.Chart, namespace string, vals map[string]any) (*release.Release, error) {
+func (c Cluster) Install(ch *chart.Chart, releaseName, namespace string, vals map[string]any) (*release.Release, error) {
 	cfg, err := c.config(namespace)
 	if err != nil {
 		return nil, err
 	}
 	inst := action.NewInstall(cfg)
-	inst.ReleaseName = ReleaseName
+	inst.ReleaseName = releaseName
 	inst.Namespace = namespace
 	inst.CreateNamespace = true
 	inst.WaitStrategy = kube.HookOnlyStrategy
@@ -99,15 +100,15 @@ func (c Cluster) Install(ch *chart.Chart, namespace string, vals map[string]any)
 	return v1(rel)
 }
 
-// Uninstall runs `helm uninstall ReleaseName --namespace namespace`.
-func (c Cluster) Uninstall(namespace string) error {
+// Uninstall runs `helm uninstall RELEASE --namespace namespace`.
+func (c Cluster) Uninstall(releaseName, namespace string) error {
 	cfg, err := c.config(namespace)
 	if err != nil {
 		return err
 	}
 	un := action.NewUninstall(cfg)
 	un.WaitStrategy = kube.HookOnlyStrategy
-	_, err = un.Run(ReleaseName)
+	_, err = un.Run(releaseName)
 	return err
 }
 

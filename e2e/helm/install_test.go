@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/kubeflow/trainer/v2/pkg/constants"
 	appsv1 "k8s.io/api/apps/v1"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/e2e/harness"
 	"github.com/tcpxogen/tcpxogen/e2e/scenario"
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/markdown"
 	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/internal/wiring"
@@ -83,7 +85,7 @@ func TestInstallRunAndUninstall(t *testing.T) {
 	}
 	const releaseNS = "tcpxo-system"
 	m := mustMapping(t, vpcs)
-	rel, err := helm.Install(ch, releaseNS, values(t, m.ValuesYAML()+"benchmark: {enabled: true}\n"))
+	rel, err := helm.Install(ch, ReleaseName, releaseNS, values(t, m.ValuesYAML()+"benchmark: {enabled: true}\n"))
 	if err != nil {
 		t.Fatalf("helm install: %v", err)
 	}
@@ -176,7 +178,7 @@ func TestInstallRunAndUninstall(t *testing.T) {
 	// TrainJobs hold a snapshot. v2.2.0 keeps a runtime its TrainJobs
 	// reference until they are deleted: pkg/controller/
 	// clustertrainingruntime_controller.go.)
-	if err := helm.Uninstall(releaseNS); err != nil {
+	if err := helm.Uninstall(ReleaseName, releaseNS); err != nil {
 		t.Fatalf("helm uninstall: %v", err)
 	}
 	for _, o := range installed {
@@ -202,5 +204,99 @@ func TestInstallRunAndUninstall(t *testing.T) {
 	}
 	if len(secrets.Items) > 0 {
 		t.Errorf("helm uninstall left the release's Secrets: %d", len(secrets.Items))
+	}
+}
+
+// TestGIBInstallAndUninstall: Helm's install action puts the gIB chart
+// into the same control plane, beside nothing of TCPXO's: each stored
+// runtime carries the wiring render runtime --fabric gib --machine-type T
+// builds for the same mapping (eth1 included) and has no image, every
+// object is the release's; helm uninstall then leaves nothing the chart
+// installed and no release record. No TrainJob runs: this harness's
+// simulated nodes are A3 Mega nodes, which the gIB runtimes' node
+// affinity does not select.
+func TestGIBInstallAndUninstall(t *testing.T) {
+	cp := controlPlane(t)
+	ctx := context.Background()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	helm := Cluster{Kubeconfig: kubeconfig}
+	ch, err := Load(gibChart(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const release, releaseNS = "gib", "gib-system"
+	m := rdmaMapping(t, rdmaNets+",eth1=gvnic-1")
+	rel, err := helm.Install(ch, release, releaseNS, values(t, m.ValuesYAML()))
+	if err != nil {
+		t.Fatalf("helm install: %v", err)
+	}
+	t.Logf("helm install: release %s revision %d, %s", rel.Name, rel.Version, rel.Info.Status)
+
+	in, err := shipped.Inputs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var installed []client.Object
+	for _, mt := range fabric.GIB.MachineTypeNames() {
+		want, err := runtimes.RDMARuntime(in, runtimes.RDMAOptions{Interfaces: m, MachineType: mt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored := &trainer.ClusterTrainingRuntime{}
+		if err := cp.Client.Get(ctx, client.ObjectKey{Name: want.Name}, stored); err != nil {
+			t.Fatalf("the installed runtime %s: %v", want.Name, err)
+		}
+		wantPod, err := wiring.RuntimePodTemplate(want, constants.Node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotPod, err := wiring.RuntimePodTemplate(stored, constants.Node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := wiring.Diff(wiring.Of(wantPod, constants.Node), wiring.Of(gotPod, constants.Node)); len(d) > 0 {
+			t.Errorf("%s: the installed runtime's wiring differs from render runtime --fabric gib's: %v", want.Name, d)
+		}
+		if got := gotPod.Annotations[runtimes.AnnotationInterfaces]; got != m.AnnotationJSON() {
+			t.Errorf("%s: the installed runtime's pods are on networks %s, want %s", want.Name, got, m.AnnotationJSON())
+		}
+		if d := cmp.Diff(wantPod.Spec.Affinity, gotPod.Spec.Affinity); d != "" {
+			t.Errorf("%s: the installed runtime's node affinity differs from render's (-render +installed):\n%s", want.Name, d)
+		}
+		if img := gotPod.Spec.Containers[0].Image; img != "" {
+			t.Errorf("%s: the installed runtime's node container has image %q, want none", want.Name, img)
+		}
+		installed = append(installed, &trainer.ClusterTrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: want.Name}})
+	}
+	for _, ds := range runtimes.RDMAComponents(in) {
+		installed = append(installed, &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: ds.Name, Namespace: ds.Namespace}})
+	}
+	for _, o := range installed {
+		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
+			t.Fatalf("%T %s after helm install: %v", o, client.ObjectKeyFromObject(o), err)
+		}
+		if o.GetAnnotations()["meta.helm.sh/release-name"] != release {
+			t.Errorf("%T %s is not the release's: annotations %v", o, client.ObjectKeyFromObject(o), o.GetAnnotations())
+		}
+	}
+
+	if err := helm.Uninstall(release, releaseNS); err != nil {
+		t.Fatalf("helm uninstall: %v", err)
+	}
+	for _, o := range installed {
+		scenario.WaitFor(t, ctx, 2*time.Minute, fmt.Sprintf("%T %s gone after helm uninstall", o, client.ObjectKeyFromObject(o)), func() (bool, error) {
+			err := cp.Client.Get(ctx, client.ObjectKeyFromObject(o), o)
+			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+		})
+	}
+	rels, err := helm.Releases(releaseNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rels) > 0 {
+		t.Errorf("helm uninstall left %d releases recorded in %s", len(rels), releaseNS)
 	}
 }

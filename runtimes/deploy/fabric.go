@@ -8,18 +8,39 @@
 // namespace) replaced by template expressions over .Values; the kustomize
 // base is those objects as resources.
 //
-// The fabrics are a table keyed by the --fabric name (Lookup, Names), so a
-// second fabric is one entry.
+// The fabrics are a table with an entry per fabric of the registry
+// (internal/fabric), which names them: Lookup takes the --fabric value and
+// refuses an unknown one with the registry's message. An entry's NICs,
+// values key and machine types come from its interfaces.Layout.
+//
+// A fabric whose env differs per machine type (gIB: set_nccl_env.sh
+// names a tuner config per machine type) ships one runtime per machine
+// type (fabric.Fabric.RuntimeFor), and its chart carries them all: each
+// runtime's template is the object `render runtime --fabric gib
+// --machine-type T` prints for the example mapping, with the cluster's
+// fields templated, rendered when T is listed in the machineTypes value.
+// machineTypes defaults to every machine type of the fabric, because a
+// runtime selects only its machine type's nodes (node affinity on
+// node.kubernetes.io/instance-type) and the installer DaemonSet already
+// covers every one of them: a cluster with one pool gets a runtime its
+// TrainJobs never name, never a pod on the wrong machine. One mapping
+// serves every listed machine type, since GKE Networks are cluster
+// objects and Google's documented setup attaches every GPU pool of a
+// cluster to the same rdma-0..rdma-7. gIB ships no default worker image
+// (its release needs a newer CUDA than the BOM's worker image has), so
+// workerImage is optional and a runtime without it is exactly what
+// `render runtime` prints. There is no gIB benchmark in the chart: no
+// benchmark derivation for gIB exists to render it from.
 package deploy
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/benchmark"
@@ -32,6 +53,10 @@ type Cluster struct {
 	// Interfaces is the GPU-NIC mapping in the form of the values document
 	// (`render runtime --values`); the fabric validates it.
 	Interfaces []interfaces.Binding
+	// MachineTypes are the machine types to ship a runtime for, for a
+	// fabric with one runtime per machine type (Fabric.PerMachineType);
+	// empty: every machine type of the fabric. Another fabric refuses them.
+	MachineTypes []string
 	// NodeSelector, Tolerations and WorkerImage are runtimes.Options'; nil
 	// or empty keeps the runtime's defaults.
 	NodeSelector map[string]string
@@ -44,8 +69,9 @@ type Cluster struct {
 
 // Objects are the typed objects a fabric ships for a cluster.
 type Objects struct {
-	// Runtime is the ClusterTrainingRuntime TrainJobs name.
-	Runtime any
+	// Runtimes are the ClusterTrainingRuntimes TrainJobs name: one, or one
+	// per machine type in the fabric's registry order.
+	Runtimes []Runtime
 	// Components are the node components (DaemonSets), in order.
 	Components []any
 	// Benchmark is the derived benchmark TrainingRuntime, nil unless
@@ -53,36 +79,67 @@ type Objects struct {
 	Benchmark any
 }
 
+// Runtime is one shipped ClusterTrainingRuntime.
+type Runtime struct {
+	// Name is the runtime's name; MachineType the machine type it serves,
+	// "" for a fabric with one runtime for all.
+	Name, MachineType string
+	Object            any
+}
+
+// all returns the runtimes and then the components, as render prints them.
+func (o Objects) all() []any {
+	var out []any
+	for _, rt := range o.Runtimes {
+		out = append(out, rt.Object)
+	}
+	return append(out, o.Components...)
+}
+
+// OptionalNIC says what an interface a mapping may leave out is for, in the
+// words of the fabric's validator (runtimes/interfaces).
+type OptionalNIC struct {
+	// Role is what the NIC carries ("the gVNIC network"); Example the name
+	// Google's documentation gives its Network.
+	Role, Example string
+}
+
 // Fabric is one fabric's entry: what the chart and the base need to know
 // of it beyond its objects.
 type Fabric struct {
-	// Name is the --fabric value and the last element of the goldens' paths.
-	Name string
+	// Registry is the fabric's entry in the registry: its name (the
+	// --fabric value and the last element of the goldens' paths), its
+	// machine types and its runtime's name.
+	Registry fabric.Fabric
+	// Layout is the fabric's NIC wiring: the NICs a mapping binds, the
+	// values key of the mapping, the machine types.
+	Layout interfaces.Layout
+	// PerMachineType is set for a fabric that ships one runtime per machine
+	// type (Registry.RuntimeFor), selected by the machineTypes value.
+	PerMachineType bool
 	// Description is the chart's description.
 	Description string
-	// Runtime and Benchmark name the ClusterTrainingRuntime and the
-	// benchmark TrainingRuntime: the file names of their templates.
-	Runtime, Benchmark string
+	// Benchmark names the benchmark TrainingRuntime, the file name of its
+	// template; "" for a fabric whose chart carries no benchmark.
+	Benchmark string
 	// NodeContainer is the runtime's worker container, whose image is the
 	// worker image.
 	NodeContainer string
 
-	// ValuesKey is the key of the mapping in the values document.
-	ValuesKey string
-	// NICs are the GPU NICs the mapping binds, in annotation order.
-	NICs []string
-	// DefaultInterface and DefaultNetwork are the pod's default binding,
-	// first in the annotation.
-	DefaultInterface, DefaultNetwork string
-	// NetworkNamePattern and MaxNetworkNameLength are everything a mapped
-	// Network's name must meet; SharedNetworkRule is why two NICs may not
-	// share one; MachineType is the machine whose NICs these are.
-	NetworkNamePattern   string
-	MaxNetworkNameLength int
-	SharedNetworkRule    string
-	MachineType          string
+	// MappingName names the mapping ("GPU-NIC to GKE Network mapping"),
+	// NICWord one NIC it binds ("GPU NIC"), Segment what each NIC's
+	// Network stands for ("VPC"), as the fabric's validator words them.
+	MappingName, NICWord, Segment string
+	// OptionalNICs are the Layout's optional interfaces, by name.
+	OptionalNICs map[string]OptionalNIC
+	// SharedNetworkRule is why two NICs may not share one Network.
+	SharedNetworkRule string
+	// Discover is the command that writes a values file of the mapping
+	// from a cluster, "" where there is none: the user reads the Networks
+	// (NetworkSource says how).
+	Discover, NetworkSource string
 	// DefaultNodeSelector is the runtime's node selector when none is
-	// given.
+	// given; nil where the runtime selects its nodes by node affinity alone.
 	DefaultNodeSelector map[string]string
 
 	// Pins says what a chart or base of the fabric is pinned to, for its
@@ -97,51 +154,96 @@ type Fabric struct {
 
 	// Example is the mapping the committed goldens are rendered with.
 	Example func() []interfaces.Binding
-	// DefaultWorkerImage is the worker image when none is given, pinned.
+	// DefaultWorkerImage is the worker image when none is given, pinned;
+	// "" for a fabric whose runtime ships without one.
 	DefaultWorkerImage func(in *runtimes.Inputs) string
+	// NoWorkerImage says, for a fabric without a default worker image,
+	// what each TrainJob's image must then be.
+	NoWorkerImage func(in *runtimes.Inputs) string
 	// Render builds the objects for a cluster, refusing a bad Cluster as
 	// `render runtime` refuses its flags.
 	Render func(in *runtimes.Inputs, c Cluster) (Objects, error)
 }
 
-// fabrics is every fabric a chart and a base are written for, by name.
-var fabrics = map[string]Fabric{
-	tcpxo.Name: tcpxo,
+// Name is the fabric's name in the registry: the --fabric value.
+func (f Fabric) Name() string { return f.Registry.Name }
+
+// Runtimes names the runtimes of the fabric, one per machine type in
+// registry order for a fabric with PerMachineType.
+func (f Fabric) Runtimes() []string {
+	if !f.PerMachineType {
+		return []string{f.Registry.Runtime}
+	}
+	var out []string
+	for _, mt := range f.Registry.MachineTypeNames() {
+		out = append(out, f.Registry.RuntimeFor(mt))
+	}
+	return out
 }
 
-// Names returns the fabric names, sorted: the values --fabric takes.
-func Names() []string { return slices.Sorted(maps.Keys(fabrics)) }
+// NICs are the interfaces every mapping binds, in NIC order.
+func (f Fabric) NICs() []string { return f.Layout.GPUInterfaces() }
 
-// Lookup returns the fabric named name, or an error naming the supported
-// ones.
-func Lookup(name string) (Fabric, error) {
-	f, ok := fabrics[name]
-	if !ok {
-		return Fabric{}, fmt.Errorf("--fabric %q is not a supported fabric: want one of %s", name, strings.Join(Names(), ", "))
+// AllNICs are every interface a mapping may bind, required and optional,
+// in NIC order (the annotation's): the order of a Mapping's bindings.
+func (f Fabric) AllNICs() []string {
+	var bs []interfaces.Binding
+	for i, n := range append(f.Layout.OptionalInterfaces(), f.NICs()...) {
+		bs = append(bs, interfaces.Binding{Interface: n, Network: fmt.Sprintf("n%d", i)})
 	}
-	return f, nil
+	m, err := f.Layout.FromBindings(bs)
+	if err != nil {
+		panic(fmt.Sprintf("deploy: every NIC of %s bound to its own network is refused: %v", f.Layout, err)) // a constant input: a bug
+	}
+	var out []string
+	for _, b := range m.Bindings() {
+		out = append(out, b.Interface)
+	}
+	return out
+}
+
+// ValuesKey is the key of the mapping in the values document, as `render
+// runtime --values` reads it.
+func (f Fabric) ValuesKey() string { return f.Layout.YAMLKey() }
+
+// entries is every fabric's entry; the registry names them.
+var entries = []Fabric{tcpxo, gib}
+
+// Names returns the fabric names: the registry's, the values --fabric
+// takes.
+func Names() []string { return fabric.Names() }
+
+// Lookup returns the fabric named name; an unknown name is the registry's
+// error, which lists the fabrics.
+func Lookup(name string) (Fabric, error) {
+	reg, err := fabric.Lookup(name)
+	if err != nil {
+		return Fabric{}, err
+	}
+	i := slices.IndexFunc(entries, func(f Fabric) bool { return f.Name() == reg.Name })
+	if i < 0 {
+		return Fabric{}, fmt.Errorf("fabric %s has no chart or kustomize base", reg.Name)
+	}
+	return entries[i], nil
 }
 
 // tcpxo is GPUDirect-TCPXO on A3 Mega: torch-distributed-tcpxo, the
 // installer DaemonSet and the NRI device injector.
 var tcpxo = Fabric{
-	Name:                 "tcpxo",
-	Description:          "GPUDirect-TCPXO on GKE A3 Mega: the Kubeflow Trainer runtime " + names.Runtime + " with the fabric's wiring, the NCCL plugin installer DaemonSet and the NRI device injector, pinned from one installer release",
-	Runtime:              names.Runtime,
-	Benchmark:            names.Benchmark,
-	NodeContainer:        runtimes.NodeContainer,
-	ValuesKey:            interfaces.YAMLKey,
-	NICs:                 interfaces.GPUInterfaces(),
-	DefaultInterface:     interfaces.DefaultInterface,
-	DefaultNetwork:       interfaces.DefaultNetwork,
-	NetworkNamePattern:   interfaces.NetworkNamePattern(),
-	MaxNetworkNameLength: interfaces.MaxNetworkNameLength,
-	SharedNetworkRule:    interfaces.SharedNetworkRule,
-	MachineType:          interfaces.MachineType,
-	DefaultNodeSelector:  map[string]string{runtimes.AcceleratorLabel: runtimes.AcceleratorValue},
-	Example:              func() []interfaces.Binding { return runtimes.ExampleInterfaces().Bindings() },
-	DefaultWorkerImage:   func(in *runtimes.Inputs) string { return in.BOM.Images.Worker.Reference },
-	Render:               renderTCPXO,
+	Registry:            fabric.TCPXO,
+	Layout:              interfaces.TCPXO,
+	Description:         "GPUDirect-TCPXO on GKE A3 Mega: the Kubeflow Trainer runtime " + fabric.TCPXO.Runtime + " with the fabric's wiring, the NCCL plugin installer DaemonSet and the NRI device injector, pinned from one installer release",
+	Benchmark:           names.Benchmark,
+	NodeContainer:       runtimes.NodeContainer,
+	MappingName:         "GPU-NIC to GKE Network mapping",
+	NICWord:             "GPU NIC",
+	Segment:             "VPC",
+	SharedNetworkRule:   interfaces.SharedNetworkRule,
+	Discover:            "tcpxogen discover -o values > values.yaml",
+	DefaultNodeSelector: map[string]string{fabric.AcceleratorLabel: fabric.TCPXO.MachineTypes[0].Accelerator},
+	Example:             func() []interfaces.Binding { return runtimes.ExampleInterfaces().Bindings() },
+	DefaultWorkerImage:  func(in *runtimes.Inputs) string { return in.BOM.Images.Worker.Reference },
+	Render:              renderTCPXO,
 	Pins: func(in *runtimes.Inputs) string {
 		return fmt.Sprintf("NCCL plugin installer %s (tcpxo-daemon %s)", in.Facts.PluginVersion, in.Facts.DaemonVersion)
 	},
@@ -152,7 +254,10 @@ var tcpxo = Fabric{
 }
 
 func renderTCPXO(in *runtimes.Inputs, c Cluster) (Objects, error) {
-	m, err := interfaces.FromBindings(c.Interfaces)
+	if len(c.MachineTypes) > 0 {
+		return Objects{}, fmt.Errorf("machine types are for a fabric with a runtime per machine type; %s serves %s only", fabric.TCPXO.Runtime, strings.Join(fabric.TCPXO.MachineTypeNames(), ", "))
+	}
+	m, err := interfaces.TCPXO.FromBindings(c.Interfaces)
 	if err != nil {
 		return Objects{}, err
 	}
@@ -161,7 +266,7 @@ func renderTCPXO(in *runtimes.Inputs, c Cluster) (Objects, error) {
 	if err != nil {
 		return Objects{}, err
 	}
-	objs := Objects{Runtime: rt}
+	objs := Objects{Runtimes: []Runtime{{Name: rt.Name, Object: rt}}}
 	for _, ds := range runtimes.Components(in) {
 		objs.Components = append(objs.Components, ds)
 	}
@@ -177,8 +282,8 @@ func renderTCPXO(in *runtimes.Inputs, c Cluster) (Objects, error) {
 
 // ChartDir and KustomizeDir are where the committed chart and base of f
 // are, relative to the module root: goldens `go generate ./...` writes.
-func (f Fabric) ChartDir() string     { return "deploy/helm/" + f.Name }
-func (f Fabric) KustomizeDir() string { return "deploy/kustomize/" + f.Name }
+func (f Fabric) ChartDir() string     { return "deploy/helm/" + f.Name() }
+func (f Fabric) KustomizeDir() string { return "deploy/kustomize/" + f.Name() }
 
 // Goldens renders the committed chart and kustomize base of every fabric,
 // by repo-relative path. The chart's version and appVersion are the pinned
@@ -186,18 +291,17 @@ func (f Fabric) KustomizeDir() string { return "deploy/kustomize/" + f.Name }
 // the same bytes in every checkout; `render chart` stamps the tool's.
 func Goldens(in *runtimes.Inputs) (map[string][]byte, error) {
 	out := map[string][]byte{}
-	for _, name := range Names() {
-		f := fabrics[name]
+	for _, f := range entries {
 		chart, err := Chart(in, f, f.GoldenVersion(in))
 		if err != nil {
-			return nil, fmt.Errorf("the %s chart: %w", name, err)
+			return nil, fmt.Errorf("the %s chart: %w", f.Name(), err)
 		}
 		for p, data := range chart {
 			out[f.ChartDir()+"/"+p] = data
 		}
 		base, err := Kustomize(in, f, Cluster{Interfaces: f.Example()}, true)
 		if err != nil {
-			return nil, fmt.Errorf("the %s kustomize base: %w", name, err)
+			return nil, fmt.Errorf("the %s kustomize base: %w", f.Name(), err)
 		}
 		for p, data := range base {
 			out[f.KustomizeDir()+"/"+p] = data
@@ -211,8 +315,8 @@ func Goldens(in *runtimes.Inputs) (map[string][]byte, error) {
 // the committed charts and bases.
 func GoldenDirs() []string {
 	var dirs []string
-	for _, name := range Names() {
-		dirs = append(dirs, fabrics[name].ChartDir(), fabrics[name].KustomizeDir())
+	for _, f := range entries {
+		dirs = append(dirs, f.ChartDir(), f.KustomizeDir())
 	}
 	return dirs
 }

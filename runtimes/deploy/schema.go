@@ -3,12 +3,14 @@ package deploy
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 )
 
 // schemaDialect is the JSON Schema dialect of values.schema.json: 2020-12,
@@ -37,30 +39,47 @@ func closed(description string, props obj, required ...string) obj {
 // pattern and length), the node selector, tolerations, worker image and
 // benchmark switch; every object closed.
 func (f Fabric) Schema(in *runtimes.Inputs) obj {
-	nics := make([]any, len(f.NICs))
-	perNIC := make([]any, len(f.NICs))
-	for i, n := range f.NICs {
-		nics[i] = n
-		perNIC[i] = obj{
-			"contains":    obj{"type": "object", "properties": obj{"interfaceName": obj{"const": n}}, "required": []string{"interfaceName"}},
-			"minContains": 1,
-			"maxContains": 1,
+	optional := f.Layout.OptionalInterfaces()
+	var nics, perNIC []any
+	for _, n := range f.AllNICs() {
+		nics = append(nics, n)
+		// Each required NIC exactly once, an optional one at most once.
+		least := 1
+		if slices.Contains(optional, n) {
+			least = 0
 		}
+		perNIC = append(perNIC, obj{
+			"contains":    obj{"type": "object", "properties": obj{"interfaceName": obj{"const": n}}, "required": []string{"interfaceName"}},
+			"minContains": least,
+			"maxContains": 1,
+		})
+	}
+	machines := f.Layout.MachineTypes()
+	description := fmt.Sprintf("The %s of %s, required: each of %s exactly once", f.MappingName, strings.Join(machines, " and "), strings.Join(f.NICs(), ", "))
+	nicDescription := "A " + f.NICWord + " of " + strings.Join(machines, " or ")
+	for _, n := range optional {
+		description += fmt.Sprintf(", and %s (%s) at most once", n, f.OptionalNICs[n].Role)
+		nicDescription += fmt.Sprintf(", or %s for %s", n, f.OptionalNICs[n].Role)
+	}
+	description += fmt.Sprintf(", each on its own Device-type GKE Network (%s). ", f.SharedNetworkRule)
+	if f.Discover != "" {
+		description += "Write it with: tcpxogen discover -o values"
+	} else {
+		description += "Write it from the cluster's Networks: " + f.NetworkSource
 	}
 	mapping := obj{
-		"description": fmt.Sprintf("The GPU-NIC to GKE Network mapping of %s, required: each of %s exactly once, each on its own Device-type GKE Network (%s). Write it with: tcpxogen discover -o values",
-			f.MachineType, strings.Join(f.NICs, ", "), f.SharedNetworkRule),
-		"type":     "array",
-		"minItems": len(f.NICs),
-		"maxItems": len(f.NICs),
-		"items": closed("One GPU NIC and the GKE Network it is bound to.", obj{
-			"interfaceName": obj{"description": "A GPU NIC of " + f.MachineType, "enum": nics},
+		"description": description,
+		"type":        "array",
+		"minItems":    len(f.NICs()),
+		"maxItems":    len(nics),
+		"items": closed("One "+f.NICWord+" and the GKE Network it is bound to.", obj{
+			"interfaceName": obj{"description": nicDescription, "enum": nics},
 			"network": obj{
-				"description": fmt.Sprintf("The name of this cluster's Device-type GKE Network for the NIC's VPC, as `kubectl get networks` prints it: a lower-case DNS label of at most %d characters (GKE's limit for a pod network)", f.MaxNetworkNameLength),
+				"description": fmt.Sprintf("The name of this cluster's Device-type GKE Network for the NIC's %s, as `kubectl get networks` prints it: a lower-case DNS label of at most %d characters (GKE's limit for a pod network)", f.Segment, interfaces.MaxNetworkNameLength),
 				"type":        "string",
 				"minLength":   1,
-				"maxLength":   f.MaxNetworkNameLength,
-				"pattern":     f.NetworkNamePattern,
+				"maxLength":   interfaces.MaxNetworkNameLength,
+				"pattern":     interfaces.NetworkNamePattern(),
 			},
 		}, "interfaceName", "network"),
 		"allOf": perNIC,
@@ -73,30 +92,56 @@ func (f Fabric) Schema(in *runtimes.Inputs) obj {
 		"effect":            obj{"enum": effects},
 		"tolerationSeconds": obj{"type": "integer"},
 	})
+	selector := fmt.Sprintf("Labels a node must carry for the runtime's pods (empty: %s).", selectorString(f.DefaultNodeSelector))
+	if len(f.DefaultNodeSelector) == 0 {
+		selector = "Labels a node must carry for the runtimes' pods, besides their machine type, which each runtime's node affinity selects (empty: none)."
+	}
+	workerImage := obj{
+		"description": fmt.Sprintf("The image of the runtime's %s container, pinned as repo:tag@sha256:<64 hex>; it must be built for the CUDA the plugin libraries need.", f.NodeContainer),
+		"type":        "string",
+		"pattern":     bom.PinnedPattern,
+	}
+	if !f.hasDefaultWorkerImage() {
+		workerImage["description"] = fmt.Sprintf("The image of the runtimes' %s container, pinned as repo:tag@sha256:<64 hex>; empty: the runtimes have none, and %s.", f.NodeContainer, f.NoWorkerImage(in))
+		// Empty, or pinned.
+		workerImage["pattern"] = "^$|" + bom.PinnedPattern
+	}
+	props := obj{
+		f.ValuesKey(): mapping,
+		valuesNodeSelector: obj{
+			"description":          selector,
+			"type":                 "object",
+			"additionalProperties": obj{"type": "string"},
+		},
+		valuesTolerations: obj{"type": "array", "items": toleration},
+		valuesWorkerImage: workerImage,
+	}
+	if f.Benchmark != "" {
+		props[valuesBenchmark] = closed("The NCCL benchmark TrainingRuntime "+f.Benchmark+", derived from the runtime, in the release's namespace.", obj{
+			valuesEnabled: obj{"type": "boolean"},
+		})
+	}
+	if f.PerMachineType {
+		var mts []any
+		for _, mt := range f.Registry.MachineTypeNames() {
+			mts = append(mts, mt)
+		}
+		props[valuesMachineTypes] = obj{
+			"description": fmt.Sprintf("The machine types to ship a runtime for, %s each (the env differs per machine type); default: every one.", f.Registry.RuntimeFor("<machine type>")),
+			"type":        "array",
+			"minItems":    1,
+			"uniqueItems": true,
+			"items":       obj{"enum": mts},
+		}
+	}
 	return obj{
 		"$schema": schemaDialect,
 		"$comment": fmt.Sprintf("Code generated by tcpxogen render chart --fabric %s. DO NOT EDIT. The values of %s for %s.",
-			f.Name, f.ChartName(), f.Pins(in)),
+			f.Name(), f.ChartName(), f.Pins(in)),
 		"type":                 "object",
 		"additionalProperties": false,
-		"required":             []string{f.ValuesKey},
-		"properties": obj{
-			f.ValuesKey: mapping,
-			valuesNodeSelector: obj{
-				"description":          fmt.Sprintf("Labels a node must carry for the runtime's pods (empty: %s).", selectorString(f.DefaultNodeSelector)),
-				"type":                 "object",
-				"additionalProperties": obj{"type": "string"},
-			},
-			valuesTolerations: obj{"type": "array", "items": toleration},
-			valuesWorkerImage: obj{
-				"description": fmt.Sprintf("The image of the runtime's %s container, pinned as repo:tag@sha256:<64 hex>; it must be built for the CUDA the plugin libraries need.", f.NodeContainer),
-				"type":        "string",
-				"pattern":     bom.PinnedPattern,
-			},
-			valuesBenchmark: closed("The NCCL benchmark TrainingRuntime "+f.Benchmark+", derived from the runtime, in the release's namespace.", obj{
-				valuesEnabled: obj{"type": "boolean"},
-			}),
-		},
+		"required":             []string{f.ValuesKey()},
+		"properties":           props,
 	}
 }
 

@@ -64,7 +64,7 @@ func TestInstallWithoutTrainer(t *testing.T) {
 		t.Fatal(err)
 	}
 	const releaseNS = "tcpxo-system"
-	_, err = h.Install(ch, releaseNS, vals)
+	_, err = h.Install(ch, helm.ReleaseName, releaseNS, vals)
 	if err == nil {
 		t.Fatal("helm install succeeded on a cluster without the trainer")
 	}

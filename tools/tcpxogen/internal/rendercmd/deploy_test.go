@@ -35,34 +35,40 @@ func listed(t *testing.T, dir string) []string {
 }
 
 func TestRenderChart(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "chart")
-	code, out, stderr := render(t, "chart", "--fabric", "tcpxo", dir)
-	if code != cli.ExitOK {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	want := []string{"Chart.yaml", "templates/NOTES.txt", "templates/_helpers.tpl", "templates/components.yaml", "templates/nccl-tests-tcpxo.yaml", "templates/torch-distributed-tcpxo.yaml", "values.schema.json", "values.yaml"}
-	if got := listed(t, dir); !slices.Equal(got, want) {
-		t.Fatalf("render chart wrote %v, want %v", got, want)
-	}
-	if strings.Count(out, "\n") != len(want) {
-		t.Errorf("stdout lists %d files, want %d:\n%s", strings.Count(out, "\n"), len(want), out)
-	}
-	var meta struct{ Name, Version, AppVersion string }
-	data, err := os.ReadFile(filepath.Join(dir, "Chart.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := yaml.Unmarshal(data, &meta); err != nil {
-		t.Fatal(err)
-	}
-	// A test binary records no version: the chart says so rather than
-	// borrowing one.
-	if meta.Name != "tcpxogen-tcpxo" || meta.Version != "0.0.0-unknown" || meta.AppVersion != "unknown" {
-		t.Errorf("Chart.yaml = %+v, want tcpxogen-tcpxo 0.0.0-unknown (appVersion unknown)", meta)
-	}
-	// A second run changes nothing.
-	if code, _, stderr := render(t, "chart", "--fabric", "tcpxo", dir); code != cli.ExitOK || !strings.Contains(stderr, "0 changed") {
-		t.Errorf("second run: exit %d: %s", code, stderr)
+	for fabric, want := range map[string][]string{
+		"tcpxo": {"Chart.yaml", "templates/NOTES.txt", "templates/_helpers.tpl", "templates/components.yaml", "templates/nccl-tests-tcpxo.yaml", "templates/torch-distributed-tcpxo.yaml", "values.schema.json", "values.yaml"},
+		"gib":   {"Chart.yaml", "templates/NOTES.txt", "templates/_helpers.tpl", "templates/components.yaml", "templates/torch-distributed-rdma-a3-ultragpu-8g.yaml", "templates/torch-distributed-rdma-a4-highgpu-8g.yaml", "values.schema.json", "values.yaml"},
+	} {
+		t.Run(fabric, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "chart")
+			code, out, stderr := render(t, "chart", "--fabric", fabric, dir)
+			if code != cli.ExitOK {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			if got := listed(t, dir); !slices.Equal(got, want) {
+				t.Fatalf("render chart wrote %v, want %v", got, want)
+			}
+			if strings.Count(out, "\n") != len(want) {
+				t.Errorf("stdout lists %d files, want %d:\n%s", strings.Count(out, "\n"), len(want), out)
+			}
+			var meta struct{ Name, Version, AppVersion string }
+			data, err := os.ReadFile(filepath.Join(dir, "Chart.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := yaml.Unmarshal(data, &meta); err != nil {
+				t.Fatal(err)
+			}
+			// A test binary records no version: the chart says so rather than
+			// borrowing one.
+			if meta.Name != "tcpxogen-"+fabric || meta.Version != "0.0.0-unknown" || meta.AppVersion != "unknown" {
+				t.Errorf("Chart.yaml = %+v, want tcpxogen-%s 0.0.0-unknown (appVersion unknown)", meta, fabric)
+			}
+			// A second run changes nothing.
+			if code, _, stderr := render(t, "chart", "--fabric", fabric, dir); code != cli.ExitOK || !strings.Contains(stderr, "0 changed") {
+				t.Errorf("second run: exit %d: %s", code, stderr)
+			}
+		})
 	}
 }
 
@@ -90,6 +96,70 @@ func TestRenderKustomize(t *testing.T) {
 	}
 }
 
+// TestRenderKustomizeGIB: the gIB base holds the runtime render runtime
+// --fabric gib prints for each --machine-type (every one without it), from
+// --interfaces or --values alike, under the base's header.
+func TestRenderKustomizeGIB(t *testing.T) {
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(values, []byte("rdmaInterfaces:\n"+
+		"  - {interfaceName: eth9, network: rdma-7}\n  - {interfaceName: eth2, network: rdma-0}\n  - {interfaceName: eth3, network: rdma-1}\n"+
+		"  - {interfaceName: eth4, network: rdma-2}\n  - {interfaceName: eth5, network: rdma-3}\n  - {interfaceName: eth6, network: rdma-4}\n"+
+		"  - {interfaceName: eth7, network: rdma-5}\n  - {interfaceName: eth8, network: rdma-6}\n  - {interfaceName: eth1, network: gvnic-1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name           string
+		mapping, asked []string
+		types          []string
+	}{
+		{"every machine type, --interfaces", []string{"--interfaces", validRDMA}, nil, []string{"a3-ultragpu-8g", "a4-highgpu-8g"}},
+		{"one machine type, --values with eth1", []string{"--values", values}, []string{"--machine-type", "a4-highgpu-8g"}, []string{"a4-highgpu-8g"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "base")
+			args := slices.Concat([]string{"kustomize", "--fabric", "gib", "--node-selector", "pool=a4"}, tc.mapping, tc.asked)
+			if code, _, stderr := render(t, append(args, dir)...); code != cli.ExitOK {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			want := []string{"components.yaml", "kustomization.yaml"}
+			for _, mt := range tc.types {
+				want = append(want, "torch-distributed-rdma-"+mt+".yaml")
+			}
+			slices.Sort(want)
+			if got := listed(t, dir); !slices.Equal(got, want) {
+				t.Fatalf("render kustomize wrote %v, want %v", got, want)
+			}
+			for _, mt := range tc.types {
+				code, rt, stderr := render(t, slices.Concat([]string{"runtime", "--fabric", "gib", "--machine-type", mt, "--node-selector", "pool=a4"}, tc.mapping)...)
+				if code != cli.ExitOK {
+					t.Fatalf("render runtime: exit %d: %s", code, stderr)
+				}
+				data, err := os.ReadFile(filepath.Join(dir, "torch-distributed-rdma-"+mt+".yaml"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.HasSuffix(string(data), "---\n"+rt) {
+					t.Errorf("the base's %s runtime is not render runtime's output:\n%s", mt, data)
+				}
+				if !strings.Contains(string(data), "# NO IMAGE: each TrainJob sets spec.trainer.image") {
+					t.Errorf("the base's %s runtime does not say it has no image:\n%.600s", mt, data)
+				}
+			}
+			code, comps, stderr := render(t, "components", "--fabric", "gib")
+			if code != cli.ExitOK {
+				t.Fatalf("render components: exit %d: %s", code, stderr)
+			}
+			data, err := os.ReadFile(filepath.Join(dir, "components.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasSuffix(string(data), "---\n"+comps) {
+				t.Errorf("the base's components are not render components --fabric gib's output:\n%s", data)
+			}
+		})
+	}
+}
+
 // Bad usage and bad input exit 2, naming the flag or value, with nothing
 // written.
 func TestRenderChartAndKustomizeRefuse(t *testing.T) {
@@ -102,14 +172,23 @@ func TestRenderChartAndKustomizeRefuse(t *testing.T) {
 		args []string
 		want string
 	}{
-		"chart: other fabric":        {[]string{"chart", "--fabric", "gib", "DIR"}, `--fabric "gib" is not a supported fabric: want one of ` + supported},
-		"chart: no fabric":           {[]string{"chart", "DIR"}, "--fabric is required: want one of " + supported},
-		"chart: no DIR":              {[]string{"chart", "--fabric", "tcpxo"}, "the chart's directory, DIR"},
-		"chart: DIR is a file":       {[]string{"chart", "--fabric", "tcpxo", file}, "is not a directory"},
-		"kustomize: other fabric":    {[]string{"kustomize", "--fabric", "rdma", "--interfaces", valid, "DIR"}, `--fabric "rdma"`},
-		"kustomize: no mapping":      {[]string{"kustomize", "--fabric", "tcpxo", "DIR"}, "eth1=<network>"},
-		"kustomize: duplicate":       {[]string{"kustomize", "--fabric", "tcpxo", "--interfaces", strings.Replace(valid, "net-2", "net-1", 1), "DIR"}, "net-1"},
-		"kustomize: unpinned worker": {[]string{"kustomize", "--fabric", "tcpxo", "--interfaces", valid, "--worker-image", "pytorch/pytorch:latest", "DIR"}, "digest"},
+		"chart: other fabric":                 {[]string{"chart", "--fabric", "rdma", "DIR"}, `--fabric: unknown fabric "rdma": use one of ` + supported},
+		"chart: no fabric":                    {[]string{"chart", "DIR"}, "--fabric is required: want one of " + supported},
+		"chart: no DIR":                       {[]string{"chart", "--fabric", "tcpxo"}, "the chart's directory, DIR"},
+		"chart: DIR is a file":                {[]string{"chart", "--fabric", "gib", file}, "is not a directory"},
+		"kustomize: other fabric":             {[]string{"kustomize", "--fabric", "rdma", "--interfaces", valid, "DIR"}, `--fabric: unknown fabric "rdma"`},
+		"kustomize: no mapping":               {[]string{"kustomize", "--fabric", "tcpxo", "DIR"}, "eth1=<network>"},
+		"kustomize: duplicate":                {[]string{"kustomize", "--fabric", "tcpxo", "--interfaces", strings.Replace(valid, "net-2", "net-1", 1), "DIR"}, "net-1"},
+		"kustomize: unpinned worker":          {[]string{"kustomize", "--fabric", "tcpxo", "--interfaces", valid, "--worker-image", "pytorch/pytorch:latest", "DIR"}, "digest"},
+		"kustomize: tcpxo machine type":       {[]string{"kustomize", "--fabric", "tcpxo", "--machine-type", "a3-megagpu-8g", "--interfaces", valid, "DIR"}, "--machine-type is for a fabric with a runtime per machine type (--fabric gib)"},
+		"kustomize: gib no mapping":           {[]string{"kustomize", "--fabric", "gib", "DIR"}, "--interfaces: "},
+		"kustomize: gib a TCPXO mapping":      {[]string{"kustomize", "--fabric", "gib", "--interfaces", valid, "DIR"}, "move each up one interface"},
+		"kustomize: gib seven networks":       {[]string{"kustomize", "--fabric", "gib", "--interfaces", strings.TrimSuffix(validRDMA, ",eth9=rdma-7"), "DIR"}, "eth9 is not mapped"},
+		"kustomize: gib both mappings":        {[]string{"kustomize", "--fabric", "gib", "--interfaces", validRDMA, "--values", file, "DIR"}, "give the mapping once"},
+		"kustomize: gib A3 Mega":              {[]string{"kustomize", "--fabric", "gib", "--machine-type", "a3-megagpu-8g", "--interfaces", validRDMA, "DIR"}, `--machine-type: machine type "a3-megagpu-8g" is not served by the gib fabric: use a3-ultragpu-8g or a4-highgpu-8g`},
+		"kustomize: gib a machine type twice": {[]string{"kustomize", "--fabric", "gib", "--machine-type", "a4-highgpu-8g", "--machine-type", "a4-highgpu-8g", "--interfaces", validRDMA, "DIR"}, "--machine-type: machine type a4-highgpu-8g is given twice"},
+		"kustomize: gib unpinned worker":      {[]string{"kustomize", "--fabric", "gib", "--interfaces", validRDMA, "--worker-image", "nvcr.io/nvidia/pytorch:25.10-py3", "DIR"}, "digest"},
+		"kustomize: gib empty values":         {[]string{"kustomize", "--fabric", "gib", "--values", file, "DIR"}, file},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -137,8 +216,8 @@ func TestRenderChartAndKustomizeRefuse(t *testing.T) {
 }
 
 // TestRenderChartIsTheCommittedChart: render chart writes the committed
-// chart (deploy/helm/tcpxo, a golden of go generate) but for the version
-// Chart.yaml is stamped with.
+// chart of each fabric (deploy/helm/<fabric>, a golden of go generate) but
+// for the version Chart.yaml is stamped with.
 func TestRenderChartIsTheCommittedChart(t *testing.T) {
 	wd, err := os.Getwd()
 	if err != nil {
@@ -148,47 +227,51 @@ func TestRenderChartIsTheCommittedChart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := deploy.Lookup("tcpxo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	committed := filepath.Join(root, filepath.FromSlash(f.ChartDir()))
-	dir := filepath.Join(t.TempDir(), "chart")
-	if code, _, stderr := render(t, "chart", "--fabric", "tcpxo", "--root", root, dir); code != cli.ExitOK {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	files := listed(t, dir)
-	if want := listed(t, committed); !slices.Equal(files, want) {
-		t.Fatalf("render chart wrote %v, the committed chart has %v", files, want)
-	}
-	for _, rel := range files {
-		got, err := os.ReadFile(filepath.Join(dir, rel))
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := os.ReadFile(filepath.Join(committed, rel))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rel == deploy.ChartFile {
-			// The same metadata but for the version.
-			var g, w map[string]any
-			if err := yaml.Unmarshal(got, &g); err != nil {
+	for _, name := range deploy.Names() {
+		t.Run(name, func(t *testing.T) {
+			f, err := deploy.Lookup(name)
+			if err != nil {
 				t.Fatal(err)
 			}
-			if err := yaml.Unmarshal(want, &w); err != nil {
-				t.Fatal(err)
+			committed := filepath.Join(root, filepath.FromSlash(f.ChartDir()))
+			dir := filepath.Join(t.TempDir(), "chart")
+			if code, _, stderr := render(t, "chart", "--fabric", name, "--root", root, dir); code != cli.ExitOK {
+				t.Fatalf("exit %d: %s", code, stderr)
 			}
-			for _, k := range []string{"version", "appVersion"} {
-				g[k], w[k] = nil, nil
+			files := listed(t, dir)
+			if want := listed(t, committed); !slices.Equal(files, want) {
+				t.Fatalf("render chart wrote %v, the committed chart has %v", files, want)
 			}
-			if d := cmp.Diff(w, g); d != "" {
-				t.Errorf("Chart.yaml differs from the committed one beyond its version (-committed +rendered):\n%s", d)
+			for _, rel := range files {
+				got, err := os.ReadFile(filepath.Join(dir, rel))
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := os.ReadFile(filepath.Join(committed, rel))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rel == deploy.ChartFile {
+					// The same metadata but for the version.
+					var g, w map[string]any
+					if err := yaml.Unmarshal(got, &g); err != nil {
+						t.Fatal(err)
+					}
+					if err := yaml.Unmarshal(want, &w); err != nil {
+						t.Fatal(err)
+					}
+					for _, k := range []string{"version", "appVersion"} {
+						g[k], w[k] = nil, nil
+					}
+					if d := cmp.Diff(w, g); d != "" {
+						t.Errorf("Chart.yaml differs from the committed one beyond its version (-committed +rendered):\n%s", d)
+					}
+					continue
+				}
+				if string(got) != string(want) {
+					t.Errorf("%s differs from the committed %s", rel, filepath.Join(f.ChartDir(), rel))
+				}
 			}
-			continue
-		}
-		if string(got) != string(want) {
-			t.Errorf("%s differs from the committed %s", rel, filepath.Join(f.ChartDir(), rel))
-		}
+		})
 	}
 }
