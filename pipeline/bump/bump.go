@@ -150,72 +150,24 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 
-	instRepo, _, _ := bom.SplitReference(oldB.Images.Installer.Reference)
-	daemRepo, _, _ := bom.SplitReference(oldB.Images.Daemon.Reference)
-	instDigest, err := cfg.digest(ctx, spec, "--source", instRepo, pair.Installer, extract.TestdataDir, oldB.Images.Installer.Reference)
+	inst, err := cfg.pin(ctx, spec, "--source", oldB.Images.Installer.Reference, pair.Installer, extract.TestdataDir, "installer")
 	if err != nil {
 		return nil, err
 	}
-	daemDigest, err := cfg.digest(ctx, dspec, "--daemon-source", daemRepo, pair.Daemon, extract.DaemonTestdataDir, oldB.Images.Daemon.Reference)
+	daem, err := cfg.pin(ctx, dspec, "--daemon-source", oldB.Images.Daemon.Reference, pair.Daemon, extract.DaemonTestdataDir, "daemon")
 	if err != nil {
 		return nil, err
-	}
-	inst, err := bom.NewImage(instRepo+":"+pair.Installer+"@"+instDigest, pair.Installer)
-	if err != nil {
-		return nil, bad("installer pin: %w", err)
-	}
-	daem, err := bom.NewImage(daemRepo+":"+pair.Daemon+"@"+daemDigest, pair.Daemon)
-	if err != nil {
-		return nil, bad("daemon pin: %w", err)
 	}
 
-	oldBOMRaw, err := inputfile.Read(bomPath, inputfile.Spec{What: "bill of materials", Max: inputfile.MaxSource})
-	if err != nil {
-		return nil, &InputError{err}
-	}
-	newBOMRaw, err := repin(bom.RepoPath, oldBOMRaw, []edit{
+	newB, run, check, err := cfg.regenerate(ctx, rel, ov, []edit{
 		{[]string{"images", bom.RoleInstaller, "reference"}, inst.Reference},
 		{[]string{"images", bom.RoleInstaller, "version"}, inst.Version},
 		{[]string{"images", bom.RoleDaemon, "reference"}, daem.Reference},
 		{[]string{"images", bom.RoleDaemon, "version"}, daem.Version},
-	})
+	}, extract.Config{Root: root, Source: spec, DaemonSource: dspec, CacheDir: cfg.CacheDir, LibDir: oldF.LibDir, Transport: cfg.Transport, Limits: imagefs.DefaultLimits()},
+		fmt.Sprintf("%s and daemon %s", pair.Installer, pair.Daemon))
 	if err != nil {
-		return nil, &InputError{err}
-	}
-	// The project's own loader judges the result: what bump writes is what
-	// every other command will read.
-	newB, err := bom.Parse(bomPath, newBOMRaw)
-	if err == nil {
-		err = bom.CheckPublished(newB, rel)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("the rewritten %s does not load (a bug in bump; nothing was written): %w", bom.RepoPath, err)
-	}
-
-	pcfg := pipeline.Config{
-		Extract:   extract.Config{Root: root, BOM: newB, Source: spec, DaemonSource: dspec, CacheDir: cfg.CacheDir, LibDir: oldF.LibDir, Transport: cfg.Transport, Limits: imagefs.DefaultLimits()},
-		Releases:  rel,
-		Overrides: ov,
-	}
-	repinned := map[string][]byte{bom.RepoPath: newBOMRaw}
-	var dest pipeline.Destination = pipeline.Diff{Extra: repinned}
-	if !cfg.DryRun {
-		dest = pipeline.Tree{Extra: repinned, Preflight: func(paths []string) error { return writable(root, paths...) }}
-	}
-	run, err := pipeline.Run(ctx, pcfg, dest)
-	var input *InputError
-	switch stage := pipeline.StageOf(err); {
-	case err == nil:
-	case errors.As(err, &input):
-		return nil, input
-	case stage == pipeline.StageExtract:
-		return nil, fmt.Errorf("extract %s and daemon %s (nothing was written): %w", pair.Installer, pair.Daemon, errors.Unwrap(err))
-	case stage == pipeline.StageRender:
-		return nil, fmt.Errorf("render the goldens for %s (nothing was written): %w", pair.Installer, errors.Unwrap(err))
-	case stage == pipeline.StageWrite:
-		return nil, fmt.Errorf("write the bumped tree: %w", errors.Unwrap(err))
-	default:
-		return nil, errors.Unwrap(err)
+		return nil, err
 	}
 	res := run.Extract
 
@@ -230,14 +182,81 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.DryRun {
 		report.CheckNote = "Not run: --dry-run writes nothing, and bom-check judges the written tree."
 	} else {
-		rep := bomcheck.Run(ctx, root, bomcheck.Options{CacheDir: cfg.CacheDir, Reproduce: pipeline.Reproduce})
-		out.Check = &rep
-		report.Check = &rep
+		out.Check, report.Check = check, check
 	}
 	report.Files = out.Files
 	out.Missing = releasediff.Missing(newSnap)
 	out.Summary = releasediff.Markdown(report)
 	return out, nil
+}
+
+// pin is the image of oldPin's repository at tag, by the digest spec
+// resolves for it (role names it in errors).
+func (cfg Config) pin(ctx context.Context, spec extract.SourceSpec, flag, oldPin, tag, testdataDir, role string) (bom.Image, error) {
+	repo, _, _ := bom.SplitReference(oldPin)
+	d, err := cfg.digest(ctx, spec, flag, repo, tag, testdataDir, oldPin)
+	if err != nil {
+		return bom.Image{}, err
+	}
+	img, err := bom.NewImage(repo+":"+tag+"@"+d, tag)
+	if err != nil {
+		return bom.Image{}, bad("%s pin: %w", role, err)
+	}
+	return img, nil
+}
+
+// regenerate is what every fabric's bump does once the new pins are known:
+// rewrite them into bom/bom.yaml in place (edits), have the project's own
+// loader judge the result, run the one pipeline run with the re-pinned BOM
+// in the same all-or-nothing write (or, for a dry run, report what would
+// differ), then bom-check the written tree. ex is the extraction without
+// its BOM; what names the release in failures ("v1.0.17 and daemon
+// v1.0.23").
+func (cfg Config) regenerate(ctx context.Context, rel *bom.Releases, ov *bom.Overrides, edits []edit, ex extract.Config, what string) (*bom.BOM, *pipeline.Result, *bomcheck.Report, error) {
+	bomPath := filepath.Join(cfg.Root, filepath.FromSlash(bom.RepoPath))
+	oldBOMRaw, err := inputfile.Read(bomPath, inputfile.Spec{What: "bill of materials", Max: inputfile.MaxSource})
+	if err != nil {
+		return nil, nil, nil, &InputError{err}
+	}
+	newBOMRaw, err := repin(bom.RepoPath, oldBOMRaw, edits)
+	if err != nil {
+		return nil, nil, nil, &InputError{err}
+	}
+	// The project's own loader judges the result: what bump writes is what
+	// every other command will read.
+	newB, err := bom.Parse(bomPath, newBOMRaw)
+	if err == nil {
+		err = bom.CheckPublished(newB, rel)
+	}
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("the rewritten %s does not load (a bug in bump; nothing was written): %w", bom.RepoPath, err)
+	}
+	ex.BOM = newB
+	repinned := map[string][]byte{bom.RepoPath: newBOMRaw}
+	var dest pipeline.Destination = pipeline.Diff{Extra: repinned}
+	if !cfg.DryRun {
+		dest = pipeline.Tree{Extra: repinned, Preflight: func(paths []string) error { return writable(cfg.Root, paths...) }}
+	}
+	run, err := pipeline.Run(ctx, pipeline.Config{Extract: ex, Releases: rel, Overrides: ov}, dest)
+	var input *InputError
+	switch stage := pipeline.StageOf(err); {
+	case err == nil:
+	case errors.As(err, &input):
+		return nil, nil, nil, input
+	case stage == pipeline.StageExtract:
+		return nil, nil, nil, fmt.Errorf("extract %s (nothing was written): %w", what, errors.Unwrap(err))
+	case stage == pipeline.StageRender:
+		return nil, nil, nil, fmt.Errorf("render the goldens for %s (nothing was written): %w", what, errors.Unwrap(err))
+	case stage == pipeline.StageWrite:
+		return nil, nil, nil, fmt.Errorf("write the bumped tree: %w", errors.Unwrap(err))
+	default:
+		return nil, nil, nil, errors.Unwrap(err)
+	}
+	if cfg.DryRun {
+		return newB, run, nil, nil
+	}
+	rep := bomcheck.Run(ctx, cfg.Root, bomcheck.Options{CacheDir: cfg.CacheDir, Reproduce: pipeline.Reproduce})
+	return newB, run, &rep, nil
 }
 
 func (cfg Config) title(spec, dspec extract.SourceSpec) string {

@@ -3,7 +3,6 @@ package bump
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -15,7 +14,6 @@ import (
 	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/internal/imagefs"
 	"github.com/tcpxogen/tcpxogen/internal/inputfile"
-	"github.com/tcpxogen/tcpxogen/pipeline"
 	"github.com/tcpxogen/tcpxogen/pipeline/extract"
 	"github.com/tcpxogen/tcpxogen/validators/bomcheck"
 )
@@ -78,80 +76,30 @@ func runGIB(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, err
 		}
 	}
-	instRepo, _, _ := bom.SplitReference(oldB.Images.GIBInstaller.Reference)
-	diagRepo, _, _ := bom.SplitReference(oldB.Images.GIBDiagnostic.Reference)
-	instDigest, err := cfg.digest(ctx, spec, "--source", instRepo, r.Installer, extract.GIBTestdataDir, oldB.Images.GIBInstaller.Reference)
+	inst, err := cfg.pin(ctx, spec, "--source", oldB.Images.GIBInstaller.Reference, r.Installer, extract.GIBTestdataDir, "gIB installer")
 	if err != nil {
 		return nil, err
 	}
-	diagDigest, err := cfg.digest(ctx, spec, "--source", diagRepo, r.Diagnostic, extract.GIBDiagnosticTestdataDir, oldB.Images.GIBDiagnostic.Reference)
+	diag, err := cfg.pin(ctx, spec, "--source", oldB.Images.GIBDiagnostic.Reference, r.Diagnostic, extract.GIBDiagnosticTestdataDir, "gIB diagnostic")
 	if err != nil {
 		return nil, err
-	}
-	inst, err := bom.NewImage(instRepo+":"+r.Installer+"@"+instDigest, r.Installer)
-	if err != nil {
-		return nil, bad("gIB installer pin: %w", err)
-	}
-	diag, err := bom.NewImage(diagRepo+":"+r.Diagnostic+"@"+diagDigest, r.Diagnostic)
-	if err != nil {
-		return nil, bad("gIB diagnostic pin: %w", err)
-	}
-	oldBOMRaw, err := inputfile.Read(bomPath, inputfile.Spec{What: "bill of materials", Max: inputfile.MaxSource})
-	if err != nil {
-		return nil, &InputError{err}
-	}
-	newBOMRaw, err := repin(bom.RepoPath, oldBOMRaw, []edit{
-		{[]string{"images", bom.RoleGIBInstaller, "reference"}, inst.Reference},
-		{[]string{"images", bom.RoleGIBInstaller, "version"}, inst.Version},
-		{[]string{"images", bom.RoleGIBDiagnostic, "reference"}, diag.Reference},
-		{[]string{"images", bom.RoleGIBDiagnostic, "version"}, diag.Version},
-	})
-	if err != nil {
-		return nil, &InputError{err}
-	}
-	newB, err := bom.Parse(bomPath, newBOMRaw)
-	if err == nil {
-		err = bom.CheckPublished(newB, rel)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("the rewritten %s does not load (a bug in bump; nothing was written): %w", bom.RepoPath, err)
 	}
 	// TCPXO is re-read from where its committed facts were read.
 	tspec, tdspec, err := extract.ResolveSources("", "", at(generated.FactsFile))
 	if err != nil {
 		return nil, bad("%w (restore %s with git checkout)", err, generated.FactsFile)
 	}
-	pcfg := pipeline.Config{
-		Extract:   extract.Config{Root: root, BOM: newB, Source: tspec, DaemonSource: tdspec, GIBSource: spec, CacheDir: cfg.CacheDir, Transport: cfg.Transport, Limits: imagefs.DefaultLimits()},
-		Releases:  rel,
-		Overrides: ov,
+	newB, run, check, err := cfg.regenerate(ctx, rel, ov, []edit{
+		{[]string{"images", bom.RoleGIBInstaller, "reference"}, inst.Reference},
+		{[]string{"images", bom.RoleGIBInstaller, "version"}, inst.Version},
+		{[]string{"images", bom.RoleGIBDiagnostic, "reference"}, diag.Reference},
+		{[]string{"images", bom.RoleGIBDiagnostic, "version"}, diag.Version},
+	}, extract.Config{Root: root, Source: tspec, DaemonSource: tdspec, GIBSource: spec, CacheDir: cfg.CacheDir, Transport: cfg.Transport, Limits: imagefs.DefaultLimits()},
+		"gIB "+r.Installer)
+	if err != nil {
+		return nil, err
 	}
-	repinned := map[string][]byte{bom.RepoPath: newBOMRaw}
-	var dest pipeline.Destination = pipeline.Diff{Extra: repinned}
-	if !cfg.DryRun {
-		dest = pipeline.Tree{Extra: repinned, Preflight: func(paths []string) error { return writable(root, paths...) }}
-	}
-	run, err := pipeline.Run(ctx, pcfg, dest)
-	var input *InputError
-	switch stage := pipeline.StageOf(err); {
-	case err == nil:
-	case errors.As(err, &input):
-		return nil, input
-	case stage == pipeline.StageExtract:
-		return nil, fmt.Errorf("extract gIB %s (nothing was written): %w", r.Installer, errors.Unwrap(err))
-	case stage == pipeline.StageRender:
-		return nil, fmt.Errorf("render the goldens for gIB %s (nothing was written): %w", r.Installer, errors.Unwrap(err))
-	case stage == pipeline.StageWrite:
-		return nil, fmt.Errorf("write the bumped tree: %w", errors.Unwrap(err))
-	default:
-		return nil, errors.Unwrap(err)
-	}
-	out := &Result{Files: run.Paths}
-	var check *bomcheck.Report
-	if !cfg.DryRun {
-		rep := bomcheck.Run(ctx, root, bomcheck.Options{CacheDir: cfg.CacheDir, Reproduce: pipeline.Reproduce})
-		out.Check, check = &rep, &rep
-	}
+	out := &Result{Files: run.Paths, Check: check}
 	title := cfg.Title
 	if title == "" {
 		title = "tcpxogen bump --fabric gib --installer " + cfg.Installer + " --source " + spec.Raw
