@@ -1,7 +1,7 @@
 // Package wiring is the model of a runtime's fabric wiring and the one
 // differ over it: what of a pod template must reach the training pods for
-// GPUDirect-TCPXO to be used, and how a realized or derived pod differs from
-// the runtime's. It is a leaf, so the realization proof and the benchmark
+// the fabric to be used (where the pods are placed included), and how a
+// realized or derived pod differs from the runtime's. It is a leaf, so the realization proof and the benchmark
 // derivation can both use it and one another.
 package wiring
 
@@ -41,6 +41,18 @@ type Wiring struct {
 	NodeMounts    []corev1.VolumeMount
 	NodeCaps      []corev1.Capability
 	NodeResources corev1.ResourceRequirements
+
+	// NodeSelector and NodeAffinity (the terms of the required node
+	// affinity: alternatives, each requiring all of its requirements) are
+	// the pod's placement: they keep the pods on the machines that have
+	// the fabric's NICs.
+	NodeSelector map[string]string
+	NodeAffinity []corev1.NodeSelectorTerm
+	// Containers names the pod's containers in order and NodeIndex is the
+	// node container's position among them: GKE gives a pod's RDMA device
+	// files only to its first one.
+	Containers []string
+	NodeIndex  int
 }
 
 // Of extracts the wiring of a pod template whose training container
@@ -55,6 +67,13 @@ func Of(podSpec *corev1.PodTemplateSpec, nodeContainer string) Wiring {
 		Annotations:    p.Annotations,
 		InitContainers: p.Spec.InitContainers,
 		Volumes:        p.Spec.Volumes,
+		NodeSelector:   p.Spec.NodeSelector,
+	}
+	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		w.NodeAffinity = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	}
+	for i := range p.Spec.Containers {
+		w.Containers = append(w.Containers, p.Spec.Containers[i].Name)
 	}
 	for i := range p.Spec.Containers {
 		c := &p.Spec.Containers[i]
@@ -62,6 +81,7 @@ func Of(podSpec *corev1.PodTemplateSpec, nodeContainer string) Wiring {
 			continue
 		}
 		w.HasNode = true
+		w.NodeIndex = i
 		w.NodeEnv = c.Env
 		w.NodeMounts = c.VolumeMounts
 		w.NodeCaps = addedCaps(c)
@@ -155,7 +175,23 @@ const (
 	VolumeChanged = "volume changed"
 	VolumeAdded   = "volume added"
 
+	// A node selector entry is keyed by label; a node affinity change
+	// names its term ("nodeAffinity term 0") and, for a requirement of a
+	// term both sides have, the requirement's key ("nodeAffinity term 0
+	// node.kubernetes.io/instance-type"; "field metadata.name" for
+	// matchFields). An added or lost term is a whole alternative.
+	NodeSelectorLost    = "node selector lost"
+	NodeSelectorChanged = "node selector changed"
+	NodeSelectorAdded   = "node selector added"
+
+	NodeAffinityLost    = "node affinity lost"
+	NodeAffinityChanged = "node affinity changed"
+	NodeAffinityAdded   = "node affinity added"
+
 	NodeContainerLost = "node container lost"
+	// NodeContainerMoved: the node container's position among the pod's
+	// containers differs; From and To list the containers in order.
+	NodeContainerMoved = "node container moved"
 
 	EnvLost       = "env lost"
 	EnvOverridden = "env overridden"
@@ -181,7 +217,8 @@ func (c Change) IsAddition() bool { return strings.HasSuffix(c.What, " added") }
 
 // Diff reports how realized differs from runtime, in a deterministic order:
 // annotations, init containers (in the runtime's order, then additions),
-// volumes, then the node container's env, mounts, capabilities and
+// volumes, the node selector, the required node affinity (term by term),
+// then the node container's position, env, mounts, capabilities and
 // resources; within each group, losses and changes come before additions
 // and each is sorted by name.
 func Diff(runtime, realized Wiring) []Change {
@@ -189,14 +226,80 @@ func Diff(runtime, realized Wiring) []Change {
 	out = append(out, diffStrings("annotation", AnnotationLost, AnnotationChanged, AnnotationAdded, runtime.Annotations, realized.Annotations)...)
 	out = append(out, diffInitContainers(runtime.InitContainers, realized.InitContainers)...)
 	out = append(out, diffVolumes(runtime.Volumes, realized.Volumes)...)
+	out = append(out, diffStrings("nodeSelector", NodeSelectorLost, NodeSelectorChanged, NodeSelectorAdded, runtime.NodeSelector, realized.NodeSelector)...)
+	out = append(out, diffAffinity(runtime.NodeAffinity, realized.NodeAffinity)...)
 	if runtime.HasNode && !realized.HasNode {
 		return append(out, Change{What: NodeContainerLost, Path: "container node"})
+	}
+	if runtime.HasNode && runtime.NodeIndex != realized.NodeIndex {
+		out = append(out, Change{What: NodeContainerMoved, Path: "container node position", From: strings.Join(runtime.Containers, ","), To: strings.Join(realized.Containers, ",")})
 	}
 	out = append(out, diffEnv("", runtime.NodeEnv, realized.NodeEnv)...)
 	out = append(out, diffMounts("", runtime.NodeMounts, realized.NodeMounts)...)
 	out = append(out, diffCaps("", runtime.NodeCaps, realized.NodeCaps)...)
 	out = append(out, diffResources("", runtime.NodeResources, realized.NodeResources)...)
 	return out
+}
+
+// NodeFirst reports whether the node container is the pod's first
+// container.
+func (w Wiring) NodeFirst() bool { return w.HasNode && w.NodeIndex == 0 }
+
+// diffAffinity compares the required node affinity term by term: a term
+// is an alternative (the scheduler needs one to match), so a term lost or
+// added is reported whole; within a term both sides have, requirements are
+// keyed by what they select on and compared by their operator and values.
+func diffAffinity(from, to []corev1.NodeSelectorTerm) []Change {
+	var out []Change
+	for i := range max(len(from), len(to)) {
+		path := fmt.Sprintf("nodeAffinity term %d", i)
+		switch {
+		case i >= len(to):
+			out = append(out, Change{What: NodeAffinityLost, Path: path, From: termSummary(&from[i])})
+		case i >= len(from):
+			out = append(out, Change{What: NodeAffinityAdded, Path: path, To: termSummary(&to[i])})
+		default:
+			out = append(out, diffStrings(path, NodeAffinityLost, NodeAffinityChanged, NodeAffinityAdded, requirements(&from[i]), requirements(&to[i]))...)
+		}
+	}
+	return out
+}
+
+// requirements maps a term's requirements by what they select on (a
+// label key, or "field " and a field's); several on one key are one
+// element, their summaries joined in order.
+func requirements(t *corev1.NodeSelectorTerm) map[string]string {
+	m := map[string]string{}
+	add := func(key string, r *corev1.NodeSelectorRequirement) {
+		s := string(r.Operator)
+		if len(r.Values) > 0 {
+			s += " " + strings.Join(r.Values, ",")
+		}
+		if m[key] != "" {
+			s = m[key] + "; " + s
+		}
+		m[key] = s
+	}
+	for i := range t.MatchExpressions {
+		add(t.MatchExpressions[i].Key, &t.MatchExpressions[i])
+	}
+	for i := range t.MatchFields {
+		add("field "+t.MatchFields[i].Key, &t.MatchFields[i])
+	}
+	return m
+}
+
+// termSummary shows a whole term: its requirements sorted by key.
+func termSummary(t *corev1.NodeSelectorTerm) string {
+	m := requirements(t)
+	parts := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, k+" "+m[k])
+	}
+	if len(parts) == 0 {
+		return "(no requirement)"
+	}
+	return strings.Join(parts, " and ")
 }
 
 // diffKeyed is the one keyed comparison behind every kind of wiring

@@ -10,6 +10,24 @@
 // owns the CEL and the objects, not the rules (internal/fabric,
 // validators/realize) and not what only a realization can judge
 // (validators/lint).
+//
+// Placement, container order and a missing image are such: the contract
+// has no rule for a runtime patch's nodeSelector, affinity or containers,
+// nor for a TrainJob without spec.trainer.image, and check trainjob is
+// what judges them. The trainer applies runtime patches as strategic merge
+// patches, one after another: a patched required node affinity replaces
+// the runtime's terms whole, a "$patch" key inside a patched nodeSelector
+// (a valid label key to the schema) replaces or deletes the runtime's map,
+// and a container a patch names that the runtime lacks lands before node
+// or after it by the merge's ordering of the patch's list and the current
+// one. A CEL rule would have to reproduce that merge over every patch in
+// order to give check trainjob's verdict (the equivalence test holds the
+// two to agree), and a simpler rule (deny any patched nodeSelector or
+// affinity) would deny what check trainjob passes: a nodeSelector entry
+// that picks a node pool. Whether a TrainJob needs spec.trainer.image
+// depends on the deployed runtime (render runtime --worker-image gives a
+// gIB runtime a default), which the policies, rendered apart from it, do
+// not know.
 package admission
 
 import (

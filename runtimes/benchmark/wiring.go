@@ -26,10 +26,11 @@ import (
 // It compares, in this order:
 //
 //   - the node pod's wiring, with wiring.Diff (annotations, init containers
-//     such as the tcpxo-daemon sidecar, volumes, and the node container's
-//     env, mounts, added capabilities and resources);
-//   - the rest of the node pod template (nodeSelector, tolerations, labels,
-//     affinity, the rest of the securityContext, other containers, ...),
+//     such as the tcpxo-daemon sidecar, volumes, nodeSelector, required node
+//     affinity, the node container's position, env, mounts, added
+//     capabilities and resources);
+//   - the rest of the node pod template (tolerations, labels, the rest of
+//     the affinity and securityContext, other containers, ...),
 //     field by field, except the node container fields the benchmark owns
 //     (image, command, args, workingDir, ports, probes, lifecycle);
 //   - what reaches the ranks: mlPolicy.mpi.numProcPerNode must equal the
@@ -70,6 +71,16 @@ func remainder(p *corev1.PodTemplateSpec) (any, error) {
 	c.Annotations = nil
 	c.Spec.InitContainers = nil
 	c.Spec.Volumes = nil
+	c.Spec.NodeSelector = nil
+	if a := c.Spec.Affinity; a != nil && a.NodeAffinity != nil {
+		a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = nil
+		if len(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution) == 0 {
+			a.NodeAffinity = nil
+		}
+		if *a == (corev1.Affinity{}) {
+			c.Spec.Affinity = nil
+		}
+	}
 	for i := range c.Spec.Containers {
 		n := &c.Spec.Containers[i]
 		if n.Name != runtimes.NodeContainer {

@@ -110,7 +110,7 @@ func TestWiringEqualNamesEachDifference(t *testing.T) {
 		}, "spec.containers[name=node].securityContext.privileged: shipped absent vs benchmark true", 1},
 		{"nodeSelector changed", func(t *testing.T, rt *trainer.TrainingRuntime) {
 			benchNodePod(t, rt).Spec.NodeSelector[runtimes.AcceleratorLabel] = "nvidia-h100-80gb"
-		}, `spec.nodeSelector["cloud.google.com/gke-accelerator"]: shipped "nvidia-h100-mega-80gb" vs benchmark "nvidia-h100-80gb"`, 1},
+		}, `node selector changed: nodeSelector cloud.google.com/gke-accelerator (nvidia-h100-mega-80gb -> nvidia-h100-80gb)`, 1},
 		{"toleration added", func(t *testing.T, rt *trainer.TrainingRuntime) {
 			p := benchNodePod(t, rt)
 			p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: "example.com/spot", Operator: corev1.TolerationOpExists})

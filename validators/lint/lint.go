@@ -104,7 +104,7 @@ var machinery = sync.OnceValues(func() (*judge, error) {
 		if err != nil {
 			return nil, err
 		}
-		j.runtimes[rt.Name] = shippedRuntime{runtime: rt, fabric: fabric.GIB, rules: in.GIB.GuestRules(mt.Name)}
+		j.runtimes[rt.Name] = shippedRuntime{runtime: rt, fabric: fabric.GIB, rules: in.GIB.GuestRules(mt.Name), imageFix: gibImageFix(in, rt.Name)}
 	}
 	return j, nil
 })
@@ -121,6 +121,20 @@ type shippedRuntime struct {
 	runtime *trainer.ClusterTrainingRuntime
 	fabric  fabric.Fabric
 	rules   []guestconfig.Rule
+	// imageFix is the fix for a node container without an image, when the
+	// runtime ships none.
+	imageFix string
+}
+
+// gibImageFix is the fix for a gIB TrainJob without an image: the runtime
+// ships none, and the image must be built for the CUDA the pinned gIB
+// release names as its minimum.
+func gibImageFix(in *runtimes.Inputs, runtime string) string {
+	cuda := "the CUDA the gIB release notes name (bom/releases.yaml)"
+	if r, ok := in.Releases.GIBReleaseFor(in.GIB.PluginVersion); ok && r.CUDA != "" {
+		cuda = "CUDA >= " + r.CUDA + " (gIB " + in.GIB.PluginVersion + "'s minimum)"
+	}
+	return "set spec.trainer.image to an image built for " + cuda + ": the runtime " + runtime + " ships none"
 }
 
 // names lists the shipped runtimes, sorted, for messages.
@@ -310,7 +324,7 @@ func lintDoc(ctx context.Context, w io.Writer, j *judge, d trainJobDoc, lines do
 	if n := len(d.report.Findings); n > 0 {
 		reasons = append(reasons, fmt.Sprintf("has %d schema finding(s)", n))
 	}
-	v, err := realize.LintWith(ctx, rt, d.job, sr.fabric.Rules(), sr.rules)
+	v, err := realize.LintImage(ctx, rt, d.job, sr.fabric.Rules(), sr.rules, sr.imageFix)
 	if err != nil {
 		return nil, fmt.Errorf("realize against %s: %w", rt.Name, err)
 	}
@@ -341,6 +355,13 @@ func lintDoc(ctx context.Context, w io.Writer, j *judge, d trainJobDoc, lines do
 	}
 	if fatal > 0 {
 		reasons = append(reasons, fmt.Sprintf("would lose the %s fabric (%d change(s)): NCCL would fall back to TCP or fail", sr.fabric.Title, fatal))
+	}
+	for _, c := range v.Images {
+		p.line("FAIL", "%s: %s", c.Change, c.Reason)
+		p.line("", "  fix: %s", c.Fix)
+	}
+	if n := len(v.Images); n > 0 {
+		reasons = append(reasons, fmt.Sprintf("has %d container(s) without an image: the API server refuses its pods", n))
 	}
 
 	more := ""

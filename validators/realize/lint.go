@@ -43,9 +43,13 @@ const CapabilityRule = "capability rule"
 // capability written with the CAP_ prefix in the node container or a
 // sidecar the runtime has, by the rule set's capability rule
 // (fabric.CheckCapabilities), which names the prefix as the cause; any
-// other change inside a sidecar (the tcpxo-daemon) by judgeSidecar; any
-// other wiring element lost or changed loses the fabric, and additions of
-// other elements keep it.
+// other change inside a sidecar (the tcpxo-daemon) by judgeSidecar; the
+// pod's placement by judgePlacement (a nodeSelector entry or required node
+// affinity of the runtime's lost or changed loses the fabric, what only
+// narrows keeps it) and the node container's position by judgeOrder (not
+// first where the runtime puts it first loses it); any other wiring
+// element lost or changed loses the fabric, and additions of other
+// elements keep it.
 func Judge(from, to wiring.Wiring, rules []guestconfig.Rule) []Judged {
 	return JudgeWith(fabric.TCPXORules, from, to, rules)
 }
@@ -73,6 +77,10 @@ func JudgeWith(rs *fabric.RuleSet, from, to wiring.Wiring, rules []guestconfig.R
 			j.Severity, j.Reason, j.Fix = f.Severity, f.Reason, f.Fix
 		case isSidecarChange(c):
 			j = judgeSidecar(c)
+		case isPlacement(c):
+			j = judgePlacement(c, from)
+		case c.What == wiring.NodeContainerMoved:
+			j = judgeOrder(c, from, to)
 		case c.What == wiring.EnvLost || c.What == wiring.EnvOverridden || c.What == wiring.EnvAdded:
 			f, ok := findings[c.Path]
 			delete(findings, c.Path)
@@ -155,6 +163,9 @@ type Verdict struct {
 	Changes []Judged
 	// Launch is the launch verdict.
 	Launch Launch
+	// Images are the realized pod's containers without an image (see
+	// JudgeImages): no wiring change, but the API server refuses the pod.
+	Images []Judged
 }
 
 // Lint realizes job against runtime and returns the node pod's wiring
@@ -166,6 +177,13 @@ func Lint(ctx context.Context, runtime client.Object, job *trainer.TrainJob, rul
 
 // LintWith is Lint with the rule set of the runtime's fabric.
 func LintWith(ctx context.Context, runtime client.Object, job *trainer.TrainJob, rs *fabric.RuleSet, rules []guestconfig.Rule) (*Verdict, error) {
+	return LintImage(ctx, runtime, job, rs, rules, "")
+}
+
+// LintImage is LintWith whose verdict on a node container without an image
+// gives imageFix as the fix (what the image must be built for); "" says
+// only to set spec.trainer.image.
+func LintImage(ctx context.Context, runtime client.Object, job *trainer.TrainJob, rs *fabric.RuleSet, rules []guestconfig.Rule, imageFix string) (*Verdict, error) {
 	res, err := Realize(ctx, runtime, job)
 	if err != nil {
 		return nil, err
@@ -186,5 +204,6 @@ func LintWith(ctx context.Context, runtime client.Object, job *trainer.TrainJob,
 		TrainerVersion: res.TrainerVersion,
 		Changes:        JudgeWith(rs, wiring.Of(rtPod, constants.Node), wiring.Of(jsPod, constants.Node), rules),
 		Launch:         launch,
+		Images:         JudgeImages(jsPod, imageFix),
 	}, nil
 }
