@@ -225,6 +225,10 @@ func stepSchema(_ context.Context, st *state) error {
 	return nil
 }
 
+// sampleGIBImage is the sample gIB TrainJob's image: gIB v1.1.2's notes
+// require a CUDA 13 runtime, and the runtime ships no image.
+const sampleGIBImage = "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime@sha256:0000000000000000000000000000000000000000000000000000000000000000"
+
 // sampleTrainJob is what a user would write: a name, the runtime, a command.
 func sampleTrainJob() *trainer.TrainJob {
 	return &trainer.TrainJob{
@@ -268,19 +272,23 @@ func stepRealize(ctx context.Context, st *state) error {
 	// A gIB TrainJob that replaces the command keeps the script's env: it
 	// is direct env, which the trainer merges by name.
 	for _, rt := range st.gibRuntimes {
+		// A gIB TrainJob brings its image (the runtime ships none): one
+		// built for the CUDA the gIB release requires. The digest is a
+		// sample's, never pulled.
 		job := sampleTrainJob()
 		job.Spec.RuntimeRef.Name = rt.Name
+		job.Spec.Trainer.Image = ptr.To(sampleGIBImage)
 		v, err := realize.LintWith(ctx, rt, job, fabric.GIBRules, st.gib.GuestRules(st.gib.ProfileNames()[0]))
 		if err != nil {
 			return err
 		}
-		for _, c := range v.Changes {
+		for _, c := range slices.Concat(v.Changes, v.Images) {
 			if c.LosesFabric() {
-				return fmt.Errorf("the sample gIB TrainJob on %s loses the fabric: %s: %s", rt.Name, c.Change, c.Reason)
+				return fmt.Errorf("the sample gIB TrainJob on %s: %s: %s", rt.Name, c.Change, c.Reason)
 			}
 		}
 	}
-	st.lines = append(st.lines, fmt.Sprintf("realized    the same TrainJob on each of the %d gIB runtimes: command replaced, gIB env intact", len(st.gibRuntimes)))
+	st.lines = append(st.lines, fmt.Sprintf("realized    the same TrainJob, with its CUDA 13 image, on each of the %d gIB runtimes: command replaced, gIB env intact", len(st.gibRuntimes)))
 	return nil
 }
 
