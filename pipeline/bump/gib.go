@@ -94,7 +94,7 @@ func runGIB(ctx context.Context, cfg Config) (*Result, error) {
 		{[]string{"images", bom.RoleGIBInstaller, "version"}, inst.Version},
 		{[]string{"images", bom.RoleGIBDiagnostic, "reference"}, diag.Reference},
 		{[]string{"images", bom.RoleGIBDiagnostic, "version"}, diag.Version},
-	}, extract.Config{Root: root, Source: tspec, DaemonSource: tdspec, GIBSource: spec, CacheDir: cfg.CacheDir, Transport: cfg.Transport, Limits: imagefs.DefaultLimits()},
+	}, extract.Config{Root: root, Source: tspec, DaemonSource: tdspec, GIBSource: spec, GIBDiagnosticSource: spec, CacheDir: cfg.CacheDir, Transport: cfg.Transport, Limits: imagefs.DefaultLimits()},
 		"gIB "+r.Installer)
 	if err != nil {
 		return nil, err

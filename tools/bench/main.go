@@ -174,9 +174,18 @@ func run(sizes map[string]int64) error {
 		return err
 	}
 
+	// The gIB installer on a synthetic base of the same size as the TCPXO
+	// image's CUDA base, below its payload: what a top-down read of the gIB
+	// facts must not fetch.
+	gibTree := filepath.Join(root, extract.GIBTestdataDir, b.Images.GIBInstaller.Version)
+	gib, err := push(reg.Host+"/bench/gib:"+b.Images.GIBInstaller.Version, gibTree, map[string]int64{"00-base": sizes["00-base"]}, tmp)
+	if err != nil {
+		return err
+	}
+
 	cache := filepath.Join(tmp, "cache")
 	results := map[string]measurement{}
-	for _, p := range phases(big, small, cache) {
+	for _, p := range append(phases(big, small, cache), gibPhases(gib, filepath.Join(tmp, "gib-cache"))...) {
 		m, err := spawnMedian(p.runs, p.phase, p.ref, p.cache)
 		if err != nil {
 			return fmt.Errorf("%s phase: %w", p.key, err)
@@ -205,6 +214,14 @@ func phases(big, small, cache string) []phase {
 		{"reconstruction", "extract", small, "", 1},
 		{"cold", "extract", big, cache, 1},
 		{"warm", "extract", big, cache, 3},
+	}
+}
+
+// gibPhases extract the gIB facts through a cache, cold then warm.
+func gibPhases(gib, cache string) []phase {
+	return []phase{
+		{"gib-cold", "extract-gib", gib, cache, 1},
+		{"gib-warm", "extract-gib", gib, cache, 3},
 	}
 }
 
@@ -300,6 +317,8 @@ func child(phase, ref, cache string) error {
 		scanned, must, err = scan(ref, extract.Wants(), &stats)
 	case "extract":
 		err = topDown(ref, cache, &stats)
+	case "extract-gib":
+		err = topDownGIB(ref, cache, &stats)
 	case "flatten":
 		err = flatten(ref, &stats)
 	default:
@@ -337,6 +356,27 @@ func topDown(ref, cache string, stats *imagesource.Stats) error {
 	// measures the installer image.
 	daemon := extract.SourceSpec{Kind: extract.SourceTestdata, Raw: extract.SourceTestdata}
 	_, err = extract.Run(context.Background(), extract.Config{Root: root, BOM: b, Source: spec, DaemonSource: daemon, CacheDir: cache, Stats: stats})
+	return err
+}
+
+// topDownGIB is the gIB extraction: extract.RunGIB with the installer
+// image declared as a substitute for the pinned one; the diagnostic image
+// comes from its own (small) reconstruction.
+func topDownGIB(ref, cache string, stats *imagesource.Stats) error {
+	root, err := findRoot()
+	if err != nil {
+		return err
+	}
+	b, err := bom.Load(filepath.Join(root, bom.DefaultPath()))
+	if err != nil {
+		return err
+	}
+	spec, err := extract.ParseSource(ref)
+	if err != nil {
+		return err
+	}
+	td := extract.SourceSpec{Kind: extract.SourceTestdata, Raw: extract.SourceTestdata}
+	_, err = extract.RunGIB(context.Background(), extract.Config{Root: root, BOM: b, Source: td, GIBSource: spec, GIBDiagnosticSource: td, CacheDir: cache, Stats: stats})
 	return err
 }
 
@@ -475,7 +515,7 @@ func report(size, base int64, r map[string]measurement) error {
 	speedup := float64(fl.Wall) / float64(max(tp.Wall, 1))
 	honest := float64(fl.Wall) / float64(max(td.Wall, 1))
 	fmt.Printf("\n%-28s %12s %14s %10s %12s %8s\n", "measurement", "wall", "bytes read", "requests", "peak RSS", "layers")
-	for _, k := range []string{"topdown-profile", "topdown", "flatten", "reconstruction", "cold", "warm", "check-trainjob-1", "check-trainjob-100"} {
+	for _, k := range []string{"topdown-profile", "topdown", "flatten", "reconstruction", "cold", "warm", "gib-cold", "gib-warm", "check-trainjob-1", "check-trainjob-100"} {
 		m := r[k]
 		layers := ""
 		if m.LayersTotal > 0 {
@@ -500,6 +540,9 @@ func report(size, base int64, r map[string]measurement) error {
 	check(td.LayersRead < td.LayersTotal-1, "every fact read without the CUDA base layers")
 	check(rec.Bytes < maxReconstructRead, "reconstruction layout: < 1 MB of layer data read")
 	check(warm.Requests == 0, "warm re-run: zero registry requests")
+	gc, gw := r["gib-cold"], r["gib-warm"]
+	check(gc.Bytes < maxReconstructRead, fmt.Sprintf("gIB facts: < 1 MB read, the %.2f GB base below the payload untouched (%d bytes)", float64(base)/1e9, gc.Bytes))
+	check(gw.Requests == 0, "gIB warm re-run: zero registry requests")
 	cold := r["cold"]
 	check(float64(warm.Wall) <= maxWarmShare*float64(cold.Wall), fmt.Sprintf("warm <= %.0f%% of cold (%.1f%%)", 100*maxWarmShare, 100*float64(warm.Wall)/float64(max(cold.Wall, 1))))
 	l1, l100 := r["check-trainjob-1"], r["check-trainjob-100"]
