@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tcpxogen/tcpxogen/internal/access"
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/names"
 )
 
@@ -93,7 +94,7 @@ func TestReadsAreDeclared(t *testing.T) {
 		}},
 	}
 	srv := &apiServer{t: t, objects: objects}
-	fs, err := RunCheckCluster(context.Background(), guardedClients(t, srv, access.CheckCluster), DefaultNodeSelector, names.ComponentsNamespace, expect(t))
+	fs, err := RunCheckCluster(context.Background(), guardedClients(t, srv, access.CheckCluster), fabric.TCPXO, DefaultNodeSelector, names.ComponentsNamespace, expect(t))
 	if err != nil {
 		t.Fatalf("check cluster under its declared list: %v", err)
 	}
@@ -119,7 +120,7 @@ func TestReadsAreDeclared(t *testing.T) {
 		}
 	}
 	srv = &apiServer{t: t, objects: objects}
-	if _, err := RunCheckCluster(context.Background(), guardedClients(t, srv, access.Validate), DefaultNodeSelector, names.ComponentsNamespace, expect(t)); !errors.Is(err, access.ErrUndeclared) {
+	if _, err := RunCheckCluster(context.Background(), guardedClients(t, srv, access.Validate), fabric.TCPXO, DefaultNodeSelector, names.ComponentsNamespace, expect(t)); !errors.Is(err, access.ErrUndeclared) {
 		t.Errorf("the TrainJob reads under validate's list: %v, want them refused as undeclared", err)
 	}
 }

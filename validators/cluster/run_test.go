@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 )
 
 // gkeNetworks are the Network and GKENetworkParamSet objects GKE's A3 Mega
@@ -74,7 +76,9 @@ func fakeClients(t *testing.T, nodes []corev1.Node, objs []runtime.Object) *Clie
 	var kobjs []runtime.Object
 	for i := range nodes {
 		n := nodes[i]
-		n.Labels = map[string]string{"cloud.google.com/gke-accelerator": "nvidia-h100-mega-80gb"}
+		if n.Labels == nil {
+			n.Labels = map[string]string{fabric.AcceleratorLabel: "nvidia-h100-mega-80gb", fabric.InstanceTypeLabel: "a3-megagpu-8g"}
+		}
 		kobjs = append(kobjs, &n)
 	}
 	gvrs := map[schema.GroupVersionResource]string{
@@ -87,7 +91,7 @@ func fakeClients(t *testing.T, nodes []corev1.Node, objs []runtime.Object) *Clie
 func TestRunDiscover(t *testing.T) {
 	ctx := context.Background()
 	nodes := pool(t, 2, a3Mega(vpcs(8)))
-	f, err := RunDiscover(ctx, fakeClients(t, nodes, gkeNetworks(t, vpcs(8), true)), DefaultNodeSelector)
+	f, err := RunDiscover(ctx, fakeClients(t, nodes, gkeNetworks(t, vpcs(8), true)), fabric.TCPXO, DefaultNodeSelector)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,15 +99,15 @@ func TestRunDiscover(t *testing.T) {
 		t.Errorf("found %+v", f)
 	}
 
-	_, err = RunDiscover(ctx, fakeClients(t, nodes, gkeNetworks(t, vpcs(7), true)), DefaultNodeSelector)
+	_, err = RunDiscover(ctx, fakeClients(t, nodes, gkeNetworks(t, vpcs(7), true)), fabric.TCPXO, DefaultNodeSelector)
 	if !errors.Is(err, ErrNetworks) || !strings.Contains(err.Error(), "Network vpc8 is missing") {
 		t.Errorf("a missing Network: %v", err)
 	}
-	_, err = RunDiscover(ctx, fakeClients(t, nodes, gkeNetworks(t, vpcs(8), false)), DefaultNodeSelector)
+	_, err = RunDiscover(ctx, fakeClients(t, nodes, gkeNetworks(t, vpcs(8), false)), fabric.TCPXO, DefaultNodeSelector)
 	if !errors.Is(err, ErrNetworks) || !strings.Contains(err.Error(), "Network vpc1 is not Ready") {
 		t.Errorf("a Network not Ready: %v", err)
 	}
-	_, err = RunDiscover(ctx, fakeClients(t, nodes, nil), "cloud.google.com/gke-accelerator=nvidia-l4")
+	_, err = RunDiscover(ctx, fakeClients(t, nodes, nil), fabric.TCPXO, "cloud.google.com/gke-accelerator=nvidia-l4")
 	if !errors.Is(err, ErrNoNodes) {
 		t.Errorf("a selector that matches nothing: %v", err)
 	}

@@ -34,8 +34,9 @@ func Commands() cli.Commands {
 }
 
 func discover(ctx context.Context, args []string, s cli.Streams) error {
-	fs := cli.NewFlags("discover", "discover [--kubeconfig F] [--context C] [--node-selector SEL] [-o interfaces|values|yaml]\n\n"+clusterflags.ReadOnlyHelp(access.Discover), s)
+	fs := cli.NewFlags("discover", "discover [--fabric tcpxo|gib] [--kubeconfig F] [--context C] [--node-selector SEL] [-o interfaces|values|yaml]\n\n"+poolHelp+"\n\n"+clusterflags.ReadOnlyHelp(access.Discover), s)
 	cf := clusterflags.Add(fs)
+	fabricName := clusterflags.FabricFlag(fs)
 	format := fs.StringP("output", "o", "interfaces", "interfaces (the --interfaces value of render runtime), values (the --values file of render runtime) or yaml (the mapping and each node's NICs)")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
@@ -45,11 +46,15 @@ func discover(ctx context.Context, args []string, s cli.Streams) error {
 	default:
 		return cli.BadInput("-o %q: use interfaces, values or yaml", *format)
 	}
+	fab, err := clusterflags.Fabric(*fabricName)
+	if err != nil {
+		return err
+	}
 	c, err := cf.Connect(access.Discover)
 	if err != nil {
 		return err
 	}
-	found, err := cluster.RunDiscover(ctx, c, *cf.NodeSelector)
+	found, err := cluster.RunDiscover(ctx, c, fab, cf.Selector(fab))
 	if err != nil {
 		return err
 	}
@@ -69,6 +74,9 @@ func discover(ctx context.Context, args []string, s cli.Streams) error {
 	return err
 }
 
+// poolHelp is what discover and check cluster judge first.
+const poolHelp = "The target nodes' machine type (node.kubernetes.io/instance-type) decides the fabric, before anything else is judged: a node without the label, a pool mixing machine types, A3 High or A3 Edge (GPUDirect-TCPX, which no fabric here serves) and a machine type of another fabric than --fabric are refused (exit 1)."
+
 // errFailed carries check cluster's exit status once its findings are
 // printed.
 var errFailed = errors.New("the cluster check failed")
@@ -81,12 +89,17 @@ func CheckCommands() cli.Commands {
 
 // CheckCluster is `tcpxogen check cluster`, dispatched by `check`.
 func CheckCluster(ctx context.Context, args []string, s cli.Streams) error {
-	fs := cli.NewFlags("check cluster", "check cluster [--kubeconfig F] [--context C] [--recipe FILE] [--node-selector SEL] [--namespace NS] [-v]\n\n"+clusterflags.ReadOnlyHelp(access.CheckCluster), s)
+	fs := cli.NewFlags("check cluster", "check cluster [--fabric tcpxo|gib] [--kubeconfig F] [--context C] [--recipe FILE] [--node-selector SEL] [--namespace NS] [-v]\n\n"+poolHelp+"\n\n"+clusterflags.ReadOnlyHelp(access.CheckCluster), s)
 	cf := clusterflags.Add(fs)
+	fabricName := clusterflags.FabricFlag(fs)
 	recipePath := fs.String("recipe", "", "recipe whose GPU-NIC mapping every node must carry (default: the nodes must agree among themselves)")
 	root := fs.String("root", "", "repository root whose bom/ to check against (default: the BOM built into the binary)")
 	verbose := fs.BoolP("verbose", "v", false, "print every finding, the passing ones too")
 	if err := cli.Parse(fs, args); err != nil {
+		return err
+	}
+	fab, err := clusterflags.Fabric(*fabricName)
+	if err != nil {
 		return err
 	}
 	b, rel, err := loadBOM(*root)
@@ -105,7 +118,7 @@ func CheckCluster(ctx context.Context, args []string, s cli.Streams) error {
 	if err != nil {
 		return err
 	}
-	findings, err := cluster.RunCheckCluster(ctx, c, *cf.NodeSelector, *cf.Namespace, want)
+	findings, err := cluster.RunCheckCluster(ctx, c, fab, cf.Selector(fab), *cf.Namespace, want)
 	if err != nil {
 		return err
 	}

@@ -573,7 +573,7 @@ func discoverMapping(ctx context.Context, kubeconfigPath, kubeContext string, no
 	if len(nodeSelector) > 0 {
 		selector = labels.SelectorFromSet(nodeSelector).String()
 	}
-	found, err := cluster.RunDiscover(ctx, c, selector)
+	found, err := cluster.RunDiscover(ctx, c, fabric.TCPXO, selector)
 	if err != nil {
 		return found, fmt.Errorf("--from-cluster: %w; nothing rendered", err)
 	}
