@@ -35,7 +35,9 @@ func NodeSelectorFor(f fabric.Fabric) string {
 // cannot tell A3 High from A3 Edge, so it is never used to guess). It
 // refuses, naming nodes and values, a node without the label, a pool
 // mixing machine types, a machine type no fabric serves (A3 High and A3
-// Edge: GPUDirect-TCPX), and a machine type another fabric serves. No
+// Edge: GPUDirect-TCPX), a machine type another fabric serves, and a node
+// of a managed DRANET pool (DRANETLabel), which every multi-network fabric
+// refuses: the attachment modes exclude each other on the same NICs. No
 // nodes is not its to judge (Discover and Check name it); it returns the
 // zero MachineType then.
 func CheckPool(nodes []corev1.Node, f fabric.Fabric) (fabric.MachineType, error) {
@@ -81,9 +83,29 @@ func CheckPool(nodes []corev1.Node, f fabric.Fabric) (fabric.MachineType, error)
 		return fabric.MachineType{}, fmt.Errorf("%w: --fabric %s (%s) serves %s, but these nodes are %s (%s), served by %s (%s): run with --fabric %s, or select a %s pool with --node-selector",
 			ErrPool, f.Name, f.Title, strings.Join(f.MachineTypeNames(), " and "), mt, listNodes(on), served.Name, served.Title, served.Name, strings.Join(f.MachineTypeNames(), " or "))
 	}
+	var dranet []string
+	for _, n := range sorted {
+		if n.Labels[DRANETLabel] == "true" {
+			dranet = append(dranet, n.Name)
+		}
+	}
+	if len(dranet) > 0 {
+		return fabric.MachineType{}, fmt.Errorf("%w: %s (%s) %s labelled %s=true: %s node pool is set up for GKE's managed DRANET, which attaches the NICs to pods through ResourceClaims (DeviceClass %s). DRANET and Device-type multi-networking are mutually exclusive attachment modes on the same NICs (Google: do not use both on the same NICs), and --fabric %s's runtime attaches them through multi-network Device Networks, so its pods would get no fabric NICs there: use a node pool without DRANET for the multi-network runtimes (select it with --node-selector), or run DRANET-native workloads, which claim the NICs through %s ResourceClaims, on this one",
+			ErrPool, nodeCount(len(dranet)), listNodes(dranet), verb(len(dranet), "is", "are"), DRANETLabel, verb(len(dranet), "its", "their"), DRANETDeviceClass, f.Name, DRANETDeviceClass)
+	}
 	m, _ := f.MachineType(mt)
 	return m, nil
 }
+
+// DRANETLabel is the label GKE sets on the nodes of a pool set up for
+// managed DRANET (value "true"), and DRANETDeviceClass the DeviceClass its
+// RDMA NICs are claimed through (Google's managed DRANET documentation, and
+// its nccl-test-managed-rdma.yaml in container-engine-accelerators'
+// gpudirect-rdma/).
+const (
+	DRANETLabel       = "cloud.google.com/gke-networking-dra-driver"
+	DRANETDeviceClass = "mrdma.google.com"
+)
 
 func nodeCount(n int) string {
 	if n == 1 {

@@ -95,6 +95,34 @@ func TestCheckPoolRefusals(t *testing.T) {
 	}
 }
 
+// A managed DRANET pool is refused by both fabrics, whatever its machine
+// type, with what the two attachment modes are and what to do.
+func TestCheckPoolRefusesDRANET(t *testing.T) {
+	for _, tc := range []struct {
+		f  fabric.Fabric
+		mt string
+	}{{fabric.GIB, "a3-ultragpu-8g"}, {fabric.GIB, "a4-highgpu-8g"}, {fabric.TCPXO, "a3-megagpu-8g"}} {
+		nodes := labelled(pool(t, 3, a3Mega(vpcs(8))), tc.mt, "")
+		nodes[0].Labels[DRANETLabel] = "true"
+		nodes[2].Labels[DRANETLabel] = "true"
+		_, err := CheckPool(nodes, tc.f)
+		if !errors.Is(err, ErrPool) {
+			t.Fatalf("%s: %v, want ErrPool", tc.mt, err)
+		}
+		for _, w := range []string{"2 nodes (gke-a3-pool-0, gke-a3-pool-2) are labelled cloud.google.com/gke-networking-dra-driver=true", "managed DRANET", "DeviceClass mrdma.google.com",
+			"DRANET and Device-type multi-networking are mutually exclusive attachment modes on the same NICs", "--fabric " + tc.f.Name + "'s runtime", "use a node pool without DRANET for the multi-network runtimes", "or run DRANET-native workloads"} {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %v\nwant it to say %q", tc.mt, err, w)
+			}
+		}
+	}
+	nodes := labelled(pool(t, 1, a3Mega(vpcs(8))), "a3-ultragpu-8g", "")
+	nodes[0].Labels[DRANETLabel] = "false"
+	if _, err := CheckPool(nodes, fabric.GIB); err != nil {
+		t.Errorf("%s=false is no DRANET pool: %v", DRANETLabel, err)
+	}
+}
+
 // discover refuses the pool before reading its NICs: an A3 Ultra pool under
 // the default fabric is named as gIB's, not judged as eight A3 Mega NICs.
 func TestRunDiscoverRefusesAnotherFabricsPool(t *testing.T) {

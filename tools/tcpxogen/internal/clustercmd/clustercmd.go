@@ -75,7 +75,7 @@ func discover(ctx context.Context, args []string, s cli.Streams) error {
 }
 
 // poolHelp is what discover and check cluster judge first.
-const poolHelp = "The target nodes' machine type (node.kubernetes.io/instance-type) decides the fabric, before anything else is judged: a node without the label, a pool mixing machine types, A3 High or A3 Edge (GPUDirect-TCPX, which no fabric here serves) and a machine type of another fabric than --fabric are refused (exit 1)."
+const poolHelp = "The target nodes' machine type (node.kubernetes.io/instance-type) decides the fabric, before anything else is judged: a node without the label, a pool mixing machine types, A3 High or A3 Edge (GPUDirect-TCPX, which no fabric here serves), a machine type of another fabric than --fabric, and a managed DRANET pool (cloud.google.com/gke-networking-dra-driver=true: DRANET and Device-type multi-networking exclude each other on the same NICs) are refused (exit 1)."
 
 // errFailed carries check cluster's exit status once its findings are
 // printed.

@@ -204,17 +204,21 @@ func TestPoolRefusals(t *testing.T) {
 	a4 := gpuNode(t, "gke-a4-0", a4Labels, 2, names("rdma-", 8))
 	high := gpuNode(t, "gke-high-0", highLabels, 1, names("vpc", 4))
 	pool := []string{"--node-selector", "cloud.google.com/gke-nodepool=gpu"}
+	dranet := gpuNode(t, "gke-dranet-0", machine("a3-ultragpu-8g", "nvidia-h200-141gb"), 2, nil)
+	dranet.Labels["cloud.google.com/gke-networking-dra-driver"] = "true"
 	for name, tc := range map[string]struct {
 		c    fakeCluster
 		args []string
 		want []string
 	}{
-		"no instance-type label":  {withNodes(mega.nodes[0], unlabelled), nil, []string{"1 node (gke-mega-9) carries no node.kubernetes.io/instance-type label"}},
-		"A3 Mega and A3 Ultra":    {withNodes(append(mega.nodes, ultra)...), pool, []string{"mix machine types", "a3-megagpu-8g on 2 nodes (gke-mega-0, gke-mega-1)", "a3-ultragpu-8g on 1 node (gke-ultra-0)"}},
-		"A3 High":                 {withNodes(high), pool, []string{"machine type a3-highgpu-8g", "GPUDirect-TCPX"}},
-		"TCPXO aimed at A3 Ultra": {withNodes(ultra), pool, []string{"these nodes are a3-ultragpu-8g (gke-ultra-0), served by gib", "run with --fabric gib"}},
-		"TCPXO aimed at A4":       {withNodes(a4), pool, []string{"these nodes are a4-highgpu-8g (gke-a4-0), served by gib"}},
-		"gIB aimed at A3 Mega":    {mega, append([]string{"--fabric", "gib"}, pool...), []string{"--fabric gib", "these nodes are a3-megagpu-8g", "run with --fabric tcpxo"}},
+		"no instance-type label":          {withNodes(mega.nodes[0], unlabelled), nil, []string{"1 node (gke-mega-9) carries no node.kubernetes.io/instance-type label"}},
+		"A3 Mega and A3 Ultra":            {withNodes(append(mega.nodes, ultra)...), pool, []string{"mix machine types", "a3-megagpu-8g on 2 nodes (gke-mega-0, gke-mega-1)", "a3-ultragpu-8g on 1 node (gke-ultra-0)"}},
+		"A3 High":                         {withNodes(high), pool, []string{"machine type a3-highgpu-8g", "GPUDirect-TCPX"}},
+		"TCPXO aimed at A3 Ultra":         {withNodes(ultra), pool, []string{"these nodes are a3-ultragpu-8g (gke-ultra-0), served by gib", "run with --fabric gib"}},
+		"TCPXO aimed at A4":               {withNodes(a4), pool, []string{"these nodes are a4-highgpu-8g (gke-a4-0), served by gib"}},
+		"a DRANET pool, gib":              {withNodes(dranet), append([]string{"--fabric", "gib"}, pool...), []string{"1 node (gke-dranet-0) is labelled cloud.google.com/gke-networking-dra-driver=true", "managed DRANET", "mutually exclusive"}},
+		"a DRANET pool, default selector": {withNodes(dranet), []string{"--fabric", "gib"}, []string{"gke-dranet-0", "managed DRANET"}},
+		"gIB aimed at A3 Mega":            {mega, append([]string{"--fabric", "gib"}, pool...), []string{"--fabric gib", "these nodes are a3-megagpu-8g", "run with --fabric tcpxo"}},
 	} {
 		for _, cmd := range [][]string{{"discover"}, {"check", "cluster"}} {
 			t.Run(name+"/"+strings.Join(cmd, " "), func(t *testing.T) {
