@@ -20,6 +20,13 @@
 // the same eight networks, each on its own GPU NIC (eth1..eth8, the host
 // NICs the runtime's pod interfaces mirror), identically on every node.
 //
+// With --fabric gib (RunDiscover with fabric.GIB) the same facts are read
+// in the RDMA layout of A3 Ultra and A4 nodes: the eight RDMA networks on
+// eth2..eth9 and at most the gVNIC network on eth1, each RDMA network's
+// GKENetworkParamSet of deviceMode RDMA (eth1's NetDevice). Before any of
+// it, the target nodes must be a pool of the asked fabric (CheckPool: the
+// machine type decides the fabric, and a managed DRANET pool is refused).
+//
 // `check cluster` (RunCheckCluster) judges the same facts per node (Check),
 // and the TrainJobs of the shipped runtimes against the deployed runtimes:
 // a TrainJob keeps the wiring of the runtime it was created with (trainer
@@ -37,6 +44,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tcpxogen/tcpxogen/internal/excerpt"
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 )
 
@@ -146,14 +154,69 @@ func advertised(n *corev1.Node) []string {
 	})
 }
 
+// nicWords are what differs between the fabrics' NIC wiring as discover
+// and check cluster read it: the layout (which NICs a mapping binds) and
+// how messages name its NICs, its node and the fix.
+type nicWords struct {
+	layout interfaces.Layout
+	// nic names one fabric NIC ("GPU NIC"); node is its machine with an
+	// article ("an A3 Mega node").
+	nic, node string
+	// provision is the fix a misprovisioned node ends with.
+	provision string
+}
+
+var (
+	tcpxoWords = nicWords{layout: interfaces.TCPXO, nic: "GPU NIC", node: "an A3 Mega node",
+		provision: "a gVNIC or other additional network on the GPU node pool takes a GPU NIC's place: provision the pool with exactly the eight GPU-NIC networks"}
+	rdmaWords = nicWords{layout: interfaces.RDMA, nic: "RDMA NIC", node: "an A3 Ultra or A4 node",
+		provision: "provision the pool with the eight RDMA networks, one on each of eth2..eth9 (Google's documentation names them rdma-0..rdma-7), and at most the gVNIC network on eth1"}
+)
+
+// wordsFor is the NIC wiring of fabric f.
+func wordsFor(f fabric.Fabric) nicWords {
+	if f.Name == fabric.GIB.Name {
+		return rdmaWords
+	}
+	return tcpxoWords
+}
+
+// hyphenated is w.nic as an adjective ("GPU-NIC networks").
+func (w nicWords) hyphenated() string { return strings.ReplaceAll(w.nic, " ", "-") }
+
 // Mapping derives the node's own GPU-NIC mapping: each of the eight GPU
 // NICs eth1..eth8 carries exactly one of the networks it advertises. Any
 // other shape is refused, with what the node has.
-func (n NodeNICs) Mapping() (interfaces.Mapping, error) {
-	gpu := interfaces.GPUInterfaces()
-	if len(n.Networks) != len(gpu) {
-		return interfaces.Mapping{}, fmt.Errorf("node %s advertises %d GPU-NIC networks (%s), not %d: an A3 Mega node has one Network per GPU NIC; check the node pool's additional networks",
-			n.Node, len(n.Networks), orNone(n.Networks), len(gpu))
+func (n NodeNICs) Mapping() (interfaces.Mapping, error) { return n.mapping(tcpxoWords) }
+
+// mapping derives the node's own mapping in w's layout: each of the
+// layout's required NICs carries exactly one of the networks the node
+// advertises, each optional NIC at most one, and no advertised network sits
+// elsewhere. Any other shape is refused, with what the node has.
+func (n NodeNICs) mapping(w nicWords) (interfaces.Mapping, error) {
+	gpu, opt := w.layout.GPUInterfaces(), w.layout.OptionalInterfaces()
+	// The networks on optional NICs (RDMA's gVNIC network on eth1) are
+	// counted apart: the fabric's own must be one per required NIC.
+	var onOpt, own []string
+	for _, net := range n.Networks {
+		i := slices.IndexFunc(n.NICs, func(nic NIC) bool { return nic.Network == net && slices.Contains(opt, nic.HostNIC) })
+		if i < 0 {
+			own = append(own, net)
+			continue
+		}
+		onOpt = append(onOpt, net+" on "+n.NICs[i].HostNIC)
+	}
+	if len(own) != len(gpu) || len(onOpt) > len(opt) {
+		besides := ""
+		if len(onOpt) > 0 {
+			besides = " besides " + strings.Join(onOpt, ", ")
+		}
+		return interfaces.Mapping{}, fmt.Errorf("node %s advertises %d %s networks (%s)%s, not %d: %s has one Network per %s; check the node pool's additional networks",
+			n.Node, len(own), w.hyphenated(), orNone(own), besides, len(gpu), w.node, w.nic)
+	}
+	nicRange := strings.Join([]string{gpu[0], gpu[len(gpu)-1]}, "..")
+	for _, o := range opt {
+		nicRange += ", or " + o
 	}
 	onNIC := map[string]NIC{}
 	var bad []string
@@ -161,12 +224,12 @@ func (n NodeNICs) Mapping() (interfaces.Mapping, error) {
 		if !slices.Contains(n.Networks, nic.Network) {
 			continue
 		}
-		if !slices.Contains(gpu, nic.HostNIC) {
-			bad = append(bad, fmt.Sprintf("network %s sits on host NIC %s (%s), which is not a GPU NIC (%s)", nic.Network, nic.HostNIC, nic.PCIAddress, strings.Join([]string{gpu[0], gpu[len(gpu)-1]}, "..")))
+		if !slices.Contains(gpu, nic.HostNIC) && !slices.Contains(opt, nic.HostNIC) {
+			bad = append(bad, fmt.Sprintf("network %s sits on host NIC %s (%s), which is not %s (%s)", nic.Network, nic.HostNIC, nic.PCIAddress, article(w.nic), nicRange))
 			continue
 		}
 		if i := slices.IndexFunc(n.NICs, func(o NIC) bool { return o.PCIAddress == nic.PCIAddress && o.HostNIC != nic.HostNIC }); i >= 0 || nic.PCIAddress == "" {
-			bad = append(bad, fmt.Sprintf("GPU NIC %s has PCI address %q, not a slot of its own", nic.HostNIC, nic.PCIAddress))
+			bad = append(bad, fmt.Sprintf("%s %s has PCI address %q, not a slot of its own", w.nic, nic.HostNIC, nic.PCIAddress))
 		}
 		if prev, dup := onNIC[nic.HostNIC]; dup {
 			bad = append(bad, fmt.Sprintf("networks %s and %s both sit on host NIC %s", prev.Network, nic.Network, nic.HostNIC))
@@ -175,10 +238,15 @@ func (n NodeNICs) Mapping() (interfaces.Mapping, error) {
 		onNIC[nic.HostNIC] = nic
 	}
 	var bindings []interfaces.Binding
+	for _, iface := range opt {
+		if nic, ok := onNIC[iface]; ok {
+			bindings = append(bindings, interfaces.Binding{Interface: iface, Network: nic.Network})
+		}
+	}
 	for _, iface := range gpu {
 		nic, ok := onNIC[iface]
 		if !ok {
-			bad = append(bad, fmt.Sprintf("no GPU-NIC network sits on host NIC %s", iface))
+			bad = append(bad, fmt.Sprintf("no %s network sits on host NIC %s", w.hyphenated(), iface))
 			continue
 		}
 		bindings = append(bindings, interfaces.Binding{Interface: iface, Network: nic.Network})
@@ -189,9 +257,17 @@ func (n NodeNICs) Mapping() (interfaces.Mapping, error) {
 		}
 	}
 	if len(bad) > 0 {
-		return interfaces.Mapping{}, fmt.Errorf("node %s: %s; a gVNIC or other additional network on the GPU node pool takes a GPU NIC's place: provision the pool with exactly the eight GPU-NIC networks", n.Node, strings.Join(bad, "; "))
+		return interfaces.Mapping{}, fmt.Errorf("node %s: %s; %s", n.Node, strings.Join(bad, "; "), w.provision)
 	}
-	return interfaces.FromBindings(bindings)
+	return w.layout.FromBindings(bindings)
+}
+
+// article puts "a" or "an" before a NIC's name.
+func article(nic string) string {
+	if strings.HasPrefix(nic, "RDMA") {
+		return "an " + nic
+	}
+	return "a " + nic
 }
 
 // Discovery is what Discover found: the mapping every node agrees on, and
@@ -205,7 +281,10 @@ type Discovery struct {
 // must advertise the same eight networks and carry them on the same host
 // NICs. It refuses, naming nodes and values, whatever it would have to
 // guess: no nodes, a node without the annotations, nodes that disagree.
-func Discover(nodes []corev1.Node) (Discovery, error) {
+func Discover(nodes []corev1.Node) (Discovery, error) { return discover(nodes, tcpxoWords) }
+
+// discover is Discover in w's layout.
+func discover(nodes []corev1.Node, w nicWords) (Discovery, error) {
 	if len(nodes) == 0 {
 		return Discovery{}, fmt.Errorf("%w: no node matches the selection; check --node-selector and the kubeconfig context", ErrNoNodes)
 	}
@@ -220,7 +299,7 @@ func Discover(nodes []corev1.Node) (Discovery, error) {
 		d.Nodes = append(d.Nodes, nn)
 		if err == nil {
 			var m interfaces.Mapping
-			if m, err = nn.Mapping(); err == nil {
+			if m, err = nn.mapping(w); err == nil {
 				if _, seen := byMapping[m]; !seen {
 					order = append(order, m)
 				}
@@ -231,14 +310,14 @@ func Discover(nodes []corev1.Node) (Discovery, error) {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
-		return d, errors.Join(append([]error{fmt.Errorf("the GPU-NIC networks cannot be discovered from %d of %d nodes, and tcpxogen does not guess them", len(errs), len(sorted))}, errs...)...)
+		return d, errors.Join(append([]error{fmt.Errorf("the %s networks cannot be discovered from %d of %d nodes, and tcpxogen does not guess them", w.hyphenated(), len(errs), len(sorted))}, errs...)...)
 	}
 	if len(order) > 1 {
 		var lines []string
 		for _, m := range order {
 			lines = append(lines, fmt.Sprintf("  %s on %s", m, listNodes(byMapping[m])))
 		}
-		return d, fmt.Errorf("the nodes disagree on which network sits on which GPU NIC, so no one mapping fits them all:\n%s\nselect one pool with --node-selector, or reprovision the pools alike", strings.Join(lines, "\n"))
+		return d, fmt.Errorf("the nodes disagree on which network sits on which %s, so no one mapping fits them all:\n%s\nselect one pool with --node-selector, or reprovision the pools alike", w.nic, strings.Join(lines, "\n"))
 	}
 	d.Mapping = order[0]
 	return d, nil

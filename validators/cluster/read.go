@@ -20,6 +20,7 @@ import (
 	"github.com/tcpxogen/tcpxogen/internal/access"
 	"github.com/tcpxogen/tcpxogen/internal/kubeconfig"
 	"github.com/tcpxogen/tcpxogen/internal/names"
+	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 )
 
 // DefaultNodeSelector selects A3 Mega GPU nodes by the accelerator label GKE
@@ -112,8 +113,44 @@ func list[T any](ctx context.Context, c *Clients, resource string, into *[]T) er
 // instructions create them with type: Device), or not Ready, with its
 // GKENetworkParamSet.
 func NetworkProblems(want []string, have Networks) []string {
+	ws := make([]wantNetwork, len(want))
+	for i, name := range want {
+		ws[i] = wantNetwork{name: name}
+	}
+	return networkProblems(ws, have)
+}
+
+// wantNetwork is one mapped network, with the deviceMode its
+// GKENetworkParamSet must have ("" for any) and the interface that needs
+// it.
+type wantNetwork struct {
+	name, iface string
+	mode        networkv1.DeviceModeType
+}
+
+// mappedNetworks are m's networks with the deviceMode each must have: none
+// for TCPXO (its GKENetworkParamSets' mode is not judged), RDMA for the
+// RDMA layout's eight RDMA NICs and NetDevice for its gVNIC network on
+// eth1 (Google's A3 Ultra and A4 setup).
+func mappedNetworks(m interfaces.Mapping) []wantNetwork {
+	var out []wantNetwork
+	for _, b := range m.Bindings() {
+		w := wantNetwork{name: b.Network, iface: b.Interface}
+		if m.Layout() == interfaces.RDMA {
+			w.mode = networkv1.RDMA
+			if slices.Contains(interfaces.RDMA.OptionalInterfaces(), b.Interface) {
+				w.mode = networkv1.NetDevice
+			}
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+func networkProblems(want []wantNetwork, have Networks) []string {
 	var out []string
-	for _, name := range want {
+	for _, w := range want {
+		name := w.name
 		i := slices.IndexFunc(have.Networks, func(n networkv1.Network) bool { return n.Name == name })
 		if i < 0 {
 			out = append(out, fmt.Sprintf("Network %s is missing (kubectl get networks): create it as a Device network with its GKENetworkParamSet", name))
@@ -135,11 +172,22 @@ func NetworkProblems(want []string, have Networks) []string {
 			out = append(out, fmt.Sprintf("GKENetworkParamSet %s of Network %s is missing (kubectl get gkenetworkparamsets)", params, name))
 			continue
 		}
-		if p := have.ParamSets[j]; !meta.IsStatusConditionTrue(p.Status.Conditions, string(networkv1.GKENetworkParamSetStatusReady)) {
+		p := have.ParamSets[j]
+		if w.mode != "" && p.Spec.DeviceMode != w.mode {
+			out = append(out, fmt.Sprintf("GKENetworkParamSet %s of Network %s has deviceMode %s, not %s, which the network on %s needs", params, name, orQuoted(string(p.Spec.DeviceMode)), w.mode, w.iface))
+		}
+		if !meta.IsStatusConditionTrue(p.Status.Conditions, string(networkv1.GKENetworkParamSetStatusReady)) {
 			out = append(out, fmt.Sprintf("GKENetworkParamSet %s of Network %s is not Ready%s", params, name, conditionWhy(p.Status.Conditions, string(networkv1.GKENetworkParamSetStatusReady))))
 		}
 	}
 	return out
+}
+
+func orQuoted(s string) string {
+	if s == "" {
+		return `""`
+	}
+	return s
 }
 
 func conditionWhy(cs []metav1.Condition, t string) string {

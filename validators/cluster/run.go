@@ -39,10 +39,7 @@ func RunDiscover(ctx context.Context, c *Clients, f fabric.Fabric, selector stri
 	if _, err := CheckPool(nodes, f); err != nil {
 		return Found{}, err
 	}
-	if f.Name != fabric.TCPXO.Name {
-		return Found{}, fmt.Errorf("%w: discover --fabric %s is not built yet", ErrNotJudged, f.Name)
-	}
-	d, err := Discover(nodes)
+	d, err := discover(nodes, wordsFor(f))
 	if err != nil {
 		return Found{Nodes: d.Nodes}, err
 	}
@@ -51,11 +48,7 @@ func RunDiscover(ctx context.Context, c *Clients, f fabric.Fabric, selector stri
 		return Found{}, err
 	}
 	found := Found{Mapping: d.Mapping, Interfaces: d.Mapping.String(), Nodes: d.Nodes}
-	var want []string
-	for _, b := range d.Mapping.Bindings() {
-		want = append(want, b.Network)
-	}
-	if problems := NetworkProblems(want, nets); len(problems) > 0 {
+	if problems := networkProblems(mappedNetworks(d.Mapping), nets); len(problems) > 0 {
 		return found, fmt.Errorf("%w: the nodes carry %s, but\n  %s", ErrNetworks, found.Interfaces, strings.Join(problems, "\n  "))
 	}
 	return found, nil

@@ -28,7 +28,7 @@ import (
 // Commands returns the discover command.
 func Commands() cli.Commands {
 	return cli.Commands{"discover": {
-		Summary: "read the GPU-NIC networks from the A3 Mega nodes, in host-NIC order (-o interfaces|values|yaml)",
+		Summary: "read the GPU-NIC networks from the A3 Mega nodes (--fabric gib: the RDMA networks from the A3 Ultra / A4 nodes), in host-NIC order (-o interfaces|values|yaml)",
 		Run:     discover,
 	}}
 }
@@ -37,7 +37,7 @@ func discover(ctx context.Context, args []string, s cli.Streams) error {
 	fs := cli.NewFlags("discover", "discover [--fabric tcpxo|gib] [--kubeconfig F] [--context C] [--node-selector SEL] [-o interfaces|values|yaml]\n\n"+poolHelp+"\n\n"+clusterflags.ReadOnlyHelp(access.Discover), s)
 	cf := clusterflags.Add(fs)
 	fabricName := clusterflags.FabricFlag(fs)
-	format := fs.StringP("output", "o", "interfaces", "interfaces (the --interfaces value of render runtime), values (the --values file of render runtime) or yaml (the mapping and each node's NICs)")
+	format := fs.StringP("output", "o", "interfaces", "interfaces (the --interfaces value of render runtime), values (the --values file of render runtime: tcpxoInterfaces, with --fabric gib rdmaInterfaces) or yaml (the mapping and each node's NICs)")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}

@@ -247,3 +247,47 @@ func TestBadFabricExits2(t *testing.T) {
 		}
 	}
 }
+
+func gibPool(t *testing.T, lbls map[string]string, gvnic bool) fakeCluster {
+	c := fakeCluster{networks: map[string]networkv1.DeviceModeType{}}
+	nets := names("rdma-", 8)
+	for _, net := range nets {
+		c.networks[net] = networkv1.RDMA
+	}
+	first := 2
+	if gvnic {
+		c.networks["gvnic-1"] = networkv1.NetDevice
+		nets, first = append([]string{"gvnic-1"}, nets...), 1
+	}
+	for i := range 2 {
+		c.nodes = append(c.nodes, gpuNode(t, fmt.Sprintf("gke-gib-%d", i), lbls, first, nets))
+	}
+	return c
+}
+
+func TestDiscoverGIB(t *testing.T) {
+	code, out, errs := run(t, gibPool(t, ultraLabels, true), "discover", "--fabric", "gib")
+	if want := "eth1=gvnic-1,eth2=rdma-0,eth3=rdma-1,eth4=rdma-2,eth5=rdma-3,eth6=rdma-4,eth7=rdma-5,eth8=rdma-6,eth9=rdma-7\n"; code != cli.ExitOK || out != want {
+		t.Errorf("A3 Ultra: exit %d, %q (stderr %s), want %q", code, out, errs, want)
+	}
+	code, out, errs = run(t, gibPool(t, a4Labels, false), "discover", "--fabric", "gib", "-o", "values")
+	if !strings.HasPrefix(out, "rdmaInterfaces:\n  - {interfaceName: eth2, network: \"rdma-0\"}\n") || strings.Count(out, "interfaceName") != 8 || code != cli.ExitOK {
+		t.Errorf("A4: exit %d, %q (stderr %s)", code, out, errs)
+	}
+	code, out, errs = run(t, gibPool(t, a4Labels, false), "discover", "--fabric", "gib", "-o", "yaml")
+	if code != cli.ExitOK || !strings.Contains(out, "interfaces: eth2=rdma-0,") || !strings.Contains(out, "hostNIC: eth9") {
+		t.Errorf("A4 yaml: exit %d, %q (stderr %s)", code, out, errs)
+	}
+	// Seven RDMA networks: refused, exit 1, nothing printed.
+	seven := gibPool(t, ultraLabels, false)
+	seven.nodes[1] = gpuNode(t, "gke-gib-1", ultraLabels, 2, names("rdma-", 7))
+	code, out, errs = run(t, seven, "discover", "--fabric", "gib")
+	if code != cli.ExitFailure || out != "" || !strings.Contains(errs, "node gke-gib-1 advertises 7 RDMA-NIC networks") {
+		t.Errorf("seven: exit %d, %q, %s", code, out, errs)
+	}
+	// check cluster --fabric gib on a gIB pool gives no verdict yet.
+	code, out, errs = run(t, gibPool(t, ultraLabels, true), "check", "cluster", "--fabric", "gib")
+	if code != cli.ExitFailure || strings.Contains(out, "PASS") || !strings.Contains(errs, "not built") {
+		t.Errorf("check cluster --fabric gib: exit %d, %q, %s", code, out, errs)
+	}
+}
