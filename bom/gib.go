@@ -42,6 +42,15 @@ func (r *Releases) GIBReleaseFor(v string) (GIBRelease, bool) {
 	return r.GIBReleases[i], true
 }
 
+// GIBRollBack is RollBack for gIB releases: whether moving the pin from
+// gIB release from to release to goes back to one published earlier, by
+// the release notes' dates; false when either is not in the table.
+func (r *Releases) GIBRollBack(from, to string) (was, now GIBRelease, back bool) {
+	was, okFrom := r.GIBReleaseFor(from)
+	now, okTo := r.GIBReleaseFor(to)
+	return was, now, okFrom && okTo && now.Date < was.Date
+}
+
 // GKEFloor returns the minimum GKE version for GPUDirect RDMA on machine
 // type mt, with its source.
 func (r *Releases) GKEFloor(mt string) (GIBMachineType, bool) {

@@ -65,3 +65,20 @@ func TestCheckGIBPublished(t *testing.T) {
 		t.Errorf("GKEFloor(a4-highgpu-8g) = %+v, %v", f, ok)
 	}
 }
+
+// The rollback rule reads the notes' dates: v1.1.1 (2026-03-09) is older
+// than v1.1.2 (2026-05-14); an unlisted tag is never a rollback.
+func TestGIBRollBack(t *testing.T) {
+	r, err := ParseReleases("releases.yaml", []byte(testReleases))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if was, now, back := r.GIBRollBack("v1.1.2", "v1.1.1"); !back || was.Installer != "v1.1.2" || now.Installer != "v1.1.1" {
+		t.Errorf("v1.1.2 -> v1.1.1: %v, %v, back %v", was.Installer, now.Installer, back)
+	}
+	for _, pair := range [][2]string{{"v1.1.1", "v1.1.2"}, {"v1.1.2", "v1.1.2"}, {"v1.1.2", "v9"}} {
+		if _, _, back := r.GIBRollBack(pair[0], pair[1]); back {
+			t.Errorf("%s -> %s counted as a rollback", pair[0], pair[1])
+		}
+	}
+}

@@ -132,12 +132,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, bad("--installer %s: %s lists its pair (daemon %s) from %s only, not from the release notes: only a published pair may be pinned; set its source: to %s once the GKE release notes list it",
 			cfg.Installer, bom.ReleasesRepoPath, pair.Daemon, pair.Source, bom.SourceReleaseNotes)
 	}
-	switch cur, _, back := rel.RollBack(oldB.Images.Installer.Version, cfg.Installer); {
-	case back && !cfg.Rollback:
-		return nil, bad("--installer %s (published %s) is older than the pinned %s (published %s): a bump moves to a newer pair; to roll back deliberately, add --rollback",
-			cfg.Installer, pair.Date, cur.Installer, cur.Date)
-	case !back && cfg.Rollback:
-		return nil, bad("--rollback: --installer %s is not older than the pinned %s: drop --rollback", cfg.Installer, oldB.Images.Installer.Version)
+	cur, _, back := rel.RollBack(oldB.Images.Installer.Version, cfg.Installer)
+	if err := cfg.rollback(back, pair.Date, oldB.Images.Installer.Version, cur.Date, "pair"); err != nil {
+		return nil, err
 	}
 	spec, dspec, err := sources(cfg)
 	if err != nil {
@@ -188,6 +185,21 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	out.Missing = releasediff.Missing(newSnap)
 	out.Summary = releasediff.Markdown(report)
 	return out, nil
+}
+
+// rollback applies the one rule on going back (back: the new release was
+// published before the pinned one, by the notes' dates): refused without
+// --rollback, and --rollback refused when it is not one. what names a
+// release of the fabric ("pair", "release").
+func (cfg Config) rollback(back bool, date, pinned, pinnedDate, what string) error {
+	switch {
+	case back && !cfg.Rollback:
+		return bad("--installer %s (published %s) is older than the pinned %s (published %s): a bump moves to a newer %s; to roll back deliberately, add --rollback",
+			cfg.Installer, date, pinned, pinnedDate, what)
+	case !back && cfg.Rollback:
+		return bad("--rollback: --installer %s is not older than the pinned %s: drop --rollback", cfg.Installer, pinned)
+	}
+	return nil
 }
 
 // pin is the image of oldPin's repository at tag, by the digest spec

@@ -58,13 +58,9 @@ func runGIB(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, bad("--installer %s: %s lists it from %s only: Google's NCCL/gIB release notes publish no digest for it; only a release-notes release may be pinned",
 			cfg.Installer, bom.ReleasesRepoPath, r.Source)
 	}
-	cur, _ := rel.GIBReleaseFor(oldB.Images.GIBInstaller.Version)
-	switch back := r.Date < cur.Date; {
-	case back && !cfg.Rollback:
-		return nil, bad("--installer %s (published %s) is older than the pinned %s (published %s): a bump moves to a newer release; to roll back deliberately, add --rollback",
-			cfg.Installer, r.Date, cur.Installer, cur.Date)
-	case !back && cfg.Rollback:
-		return nil, bad("--rollback: --installer %s is not older than the pinned %s: drop --rollback", cfg.Installer, cur.Installer)
+	cur, _, back := rel.GIBRollBack(oldB.Images.GIBInstaller.Version, cfg.Installer)
+	if err := cfg.rollback(back, r.Date, oldB.Images.GIBInstaller.Version, cur.Date, "release"); err != nil {
+		return nil, err
 	}
 	spec, _, err := sources(Config{Source: cfg.Source, DaemonSource: cfg.Source})
 	if err != nil {
