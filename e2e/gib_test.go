@@ -324,40 +324,7 @@ func runGIBTrainJob(t *testing.T, ctx context.Context, g gibRuntime, u *unstruct
 		t.Fatal(err)
 	}
 	rtWiring := wiring.Of(rtPod, constants.Node)
-	verdict, err := realize.LintWith(ctx, g.stored, job.DeepCopy(), fabric.GIB.Rules(), g.rules)
-	if err != nil {
-		t.Fatalf("check trainjob: %v", err)
-	}
-	realized, err := realize.Realize(ctx, g.stored, job.DeepCopy())
-	if err != nil {
-		t.Fatalf("realize: %v", err)
-	}
-
-	js := &jobsetv1alpha2.JobSet{}
-	waitFor(t, ctx, 60*time.Second, "the JobSet of "+name, func() (bool, error) {
-		err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, js)
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return err == nil, err
-	})
-	clusterPod, err := wiring.JobSetPodTemplate(js, constants.Node)
-	if err != nil {
-		t.Fatal(err)
-	}
-	offlinePod, err := wiring.JobSetPodTemplate(realized.JobSet, constants.Node)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clusterWiring := wiring.Of(clusterPod, constants.Node)
-	if d := wiring.Diff(wiring.Of(offlinePod, constants.Node), clusterWiring); len(d) > 0 {
-		t.Errorf("check trainjob's realization disagrees with the JobSet the trainer controller created:\n%s", joinChanges(d))
-	}
-	offlineLost := lostFabric(verdict.Changes)
-	clusterLost := lostFabric(realize.JudgeWith(fabric.GIB.Rules(), rtWiring, clusterWiring, g.rules))
-	if !slices.Equal(offlineLost, clusterLost) {
-		t.Errorf("check trainjob and the control plane disagree on what loses the fabric:\n  check trainjob: %v\n  control plane:  %v", offlineLost, clusterLost)
-	}
+	verdict, js := controlPlaneAgrees(t, ctx, g.stored, job, rtWiring, fabric.GIB.Rules(), g.rules)
 
 	want := expectedNodePods(js)
 	pods := waitPods(t, ctx, ns, name, want, corev1.PodRunning)

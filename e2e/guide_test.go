@@ -23,6 +23,8 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/e2e/harness"
 	"github.com/tcpxogen/tcpxogen/e2e/scenario"
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
+	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
 	"github.com/tcpxogen/tcpxogen/internal/markdown"
 	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/internal/wiring"
@@ -210,41 +212,7 @@ func runGuideTrainJob(t *testing.T, ctx context.Context, shippedRT *trainer.Clus
 	}
 	rtWiring := wiring.Of(rtPod, constants.Node)
 	rules := runtimes.RulesFor(shipped.Facts(), rtWiring.NodeEnv)
-	verdict, err := realize.Lint(ctx, shippedRT, job.DeepCopy(), rules)
-	if err != nil {
-		t.Fatalf("check trainjob: %v", err)
-	}
-	realized, err := realize.Realize(ctx, shippedRT, job.DeepCopy())
-	if err != nil {
-		t.Fatalf("realize: %v", err)
-	}
-
-	// What the control plane did.
-	js := &jobsetv1alpha2.JobSet{}
-	waitFor(t, ctx, 60*time.Second, "the JobSet of "+name, func() (bool, error) {
-		err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, js)
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return err == nil, err
-	})
-	clusterPod, err := wiring.JobSetPodTemplate(js, constants.Node)
-	if err != nil {
-		t.Fatal(err)
-	}
-	offlinePod, err := wiring.JobSetPodTemplate(realized.JobSet, constants.Node)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clusterWiring := wiring.Of(clusterPod, constants.Node)
-	if d := wiring.Diff(wiring.Of(offlinePod, constants.Node), clusterWiring); len(d) > 0 {
-		t.Errorf("check trainjob's realization disagrees with the JobSet the trainer controller created:\n%s", joinChanges(d))
-	}
-	offlineLost := lostFabric(verdict.Changes)
-	clusterLost := lostFabric(realize.Judge(rtWiring, clusterWiring, rules))
-	if !slices.Equal(offlineLost, clusterLost) {
-		t.Errorf("check trainjob and the control plane disagree on what loses the fabric:\n  check trainjob: %v\n  control plane:  %v", offlineLost, clusterLost)
-	}
+	verdict, js := controlPlaneAgrees(t, ctx, shippedRT, job, rtWiring, fabric.TCPXORules, rules)
 
 	// The pods, running: the check `validate` runs on live pods.
 	want := expectedNodePods(js)
@@ -325,4 +293,50 @@ func namespace(t *testing.T, ctx context.Context, ns string) string {
 func waitFor(t *testing.T, ctx context.Context, timeout time.Duration, what string, cond func() (bool, error), describe ...func() string) {
 	t.Helper()
 	scenario.WaitFor(t, ctx, timeout, what, cond, describe...)
+}
+
+// controlPlaneAgrees realizes job offline against rt as check trainjob does
+// (its verdict with the fabric's rule set rs and the checker rules, and its
+// realization), waits for the JobSet the trainer controller creates for
+// it, and fails the test where the two disagree: on the node pod's wiring,
+// or on what loses the fabric. rtWiring is rt's node pod wiring.
+func controlPlaneAgrees(t *testing.T, ctx context.Context, rt client.Object, job *trainer.TrainJob, rtWiring wiring.Wiring, rs *fabric.RuleSet, rules []guestconfig.Rule) (*realize.Verdict, *jobsetv1alpha2.JobSet) {
+	t.Helper()
+	ns, name := job.Namespace, job.Name
+	verdict, err := realize.LintWith(ctx, rt, job.DeepCopy(), rs, rules)
+	if err != nil {
+		t.Fatalf("check trainjob: %v", err)
+	}
+	realized, err := realize.Realize(ctx, rt, job.DeepCopy())
+	if err != nil {
+		t.Fatalf("realize: %v", err)
+	}
+
+	// What the control plane did.
+	js := &jobsetv1alpha2.JobSet{}
+	waitFor(t, ctx, 60*time.Second, "the JobSet of "+name, func() (bool, error) {
+		err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, js)
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	clusterPod, err := wiring.JobSetPodTemplate(js, constants.Node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offlinePod, err := wiring.JobSetPodTemplate(realized.JobSet, constants.Node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusterWiring := wiring.Of(clusterPod, constants.Node)
+	if d := wiring.Diff(wiring.Of(offlinePod, constants.Node), clusterWiring); len(d) > 0 {
+		t.Errorf("check trainjob's realization disagrees with the JobSet the trainer controller created:\n%s", joinChanges(d))
+	}
+	offlineLost := lostFabric(verdict.Changes)
+	clusterLost := lostFabric(realize.JudgeWith(rs, rtWiring, clusterWiring, rules))
+	if !slices.Equal(offlineLost, clusterLost) {
+		t.Errorf("check trainjob and the control plane disagree on what loses the fabric:\n  check trainjob: %v\n  control plane:  %v", offlineLost, clusterLost)
+	}
+	return verdict, js
 }
