@@ -117,33 +117,6 @@ func Facts() facts.Facts {
 					"libc.so.6",
 				},
 			},
-			{
-				Name: "libnccl.so",
-				Needed: []string{
-					"libstdc++.so.6",
-					"libm.so.6",
-					"libgcc_s.so.1",
-					"libc.so.6",
-				},
-			},
-			{
-				Name: "libnccl.so.2",
-				Needed: []string{
-					"libstdc++.so.6",
-					"libm.so.6",
-					"libgcc_s.so.1",
-					"libc.so.6",
-				},
-			},
-			{
-				Name: "libnccl.so.2.30.4",
-				Needed: []string{
-					"libstdc++.so.6",
-					"libm.so.6",
-					"libgcc_s.so.1",
-					"libc.so.6",
-				},
-			},
 		},
 		InstallerEntrypoint: []string{
 			"/scripts/container_entry.sh",

@@ -168,7 +168,12 @@ func runGIB(ctx context.Context, cfg Config, src, dsrc imagesource.Source) (*Res
 	if f.NCCLVersion, err = ncclVersionIn(libs.Entries); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	if f.PluginLibraries, err = libraries(ctx, cfg, img, GIBLibDir, libs.Entries); err != nil {
+	// The payload's lib64 holds NCCL core beside the plugin libraries. The
+	// worker's CUDA rule is the plugins' DT_NEEDED; NCCL core (hundreds of
+	// MB in a release, over what a plugin library may be read at) is not
+	// read, as TCPXO's, which sits outside /plugins, is not.
+	plugins := slices.DeleteFunc(slices.Clone(libs.Entries), isNCCLCore)
+	if f.PluginLibraries, err = libraries(ctx, cfg, img, GIBLibDir, plugins); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	cf, err := img.ConfigFile()
@@ -386,6 +391,12 @@ func gibFiles(ctx context.Context, cfg Config, img v1.Image, scan *imagefs.Resul
 	}
 	return nil
 }
+
+// ncclCore matches NCCL core's file and its links: libnccl.so,
+// libnccl.so.2, libnccl.so.2.30.4 (not libnccl-net.so, a plugin).
+var ncclCore = regexp.MustCompile(`^libnccl\.so(\.[0-9]+)*$`)
+
+func isNCCLCore(name string) bool { return ncclCore.MatchString(name) }
 
 // ncclVersionIn reads the NCCL version from the libnccl.so.X.Y.Z the
 // payload's lib64 holds; none or two versions is an error.

@@ -262,3 +262,32 @@ func TestGIBBadDiagnosticImagesAreRefused(t *testing.T) {
 		})
 	}
 }
+
+// NCCL core in the payload's lib64 is not read for its dynamic section:
+// a release's libnccl.so is far larger than a plugin library may be read
+// at, and only the plugins' DT_NEEDED decide the worker's CUDA.
+func TestGIBNCCLCoreIsNotReadAsAPlugin(t *testing.T) {
+	big := make([]byte, 64<<10)
+	img := gibImage(t, []reconstruction.Entry{{Name: "opt/gib/lib64/libnccl.so.2.30.4", Type: tar.TypeReg, Body: big, Mode: 0o644}})
+	root := repoRoot(t)
+	b := loadBOM(t, root)
+	td := SourceSpec{Kind: SourceTestdata, Raw: SourceTestdata}
+	cfg := Config{Root: root, BOM: b, LibDir: DefaultLibDir, Source: td, GIBSource: td, GIBDiagnosticSource: td, MaxLibraryBytes: 32 << 10}
+	diag := imagesource.FromImage(b.Images.GIBDiagnostic.Reference, imagesource.KindTestdata, "test-diagnostic", diagnosticImage(t))
+	res, err := runGIB(context.Background(), cfg, imagesource.FromImage(b.Images.GIBInstaller.Reference, imagesource.KindTestdata, "test", img), diag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, l := range res.Facts.PluginLibraries {
+		names = append(names, l.Name)
+	}
+	if slices.ContainsFunc(names, isNCCLCore) || !slices.Contains(names, "libnccl-net.so") || res.Facts.NCCLVersion != "2.30.4" {
+		t.Errorf("libraries %v, NCCL %q: want the plugins only, and the version still read from the core's name", names, res.Facts.NCCLVersion)
+	}
+	// A plugin library over the bound is still refused.
+	img = gibImage(t, []reconstruction.Entry{{Name: "opt/gib/lib64/libnccl-net.so", Type: tar.TypeReg, Body: big, Mode: 0o644}})
+	if _, err := runGIB(context.Background(), cfg, imagesource.FromImage(b.Images.GIBInstaller.Reference, imagesource.KindTestdata, "test", img), diag); err == nil {
+		t.Error("an oversized plugin library was read")
+	}
+}
