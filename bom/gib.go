@@ -141,3 +141,13 @@ func checkGIBPublished(c *checker, b *BOM, r *Releases) {
 			"pin the diagnostic image of the same release as the installer: its nccl-tests are built against that release's NCCL", nil)
 	}
 }
+
+// InstallerOf is the installer image bom.yaml pins for fabric f: the one
+// whose DaemonSet prepares f's nodes (installer for TCPXO, gibInstaller
+// for gIB).
+func (b *BOM) InstallerOf(f fabric.Fabric) (Image, string) {
+	if f.Name == fabric.GIB.Name {
+		return b.Images.GIBInstaller, RoleGIBInstaller
+	}
+	return b.Images.Installer, RoleInstaller
+}

@@ -2,7 +2,9 @@ package access
 
 import (
 	"slices"
+	"strings"
 
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/names"
 )
 
@@ -109,6 +111,16 @@ var Validate = List{
 	}},
 }
 
+// shippedRuntimes are the ClusterTrainingRuntimes every fabric ships, by
+// name: check cluster reads the one of the pool's fabric and machine type.
+func shippedRuntimes() []string {
+	var out []string
+	for _, f := range fabric.Fabrics() {
+		out = append(out, f.ShippedRuntimes()...)
+	}
+	return out
+}
+
 // readNetworks are what `discover` reads: the GPU nodes and GKE's
 // multi-network objects.
 var readNetworks = []Rule{
@@ -148,8 +160,8 @@ var CheckCluster = List{
 	Rules: append(slices.Clone(readNetworks),
 		Rule{Verbs: []string{"list"}, Group: groupCore, Resource: "pods", Scope: InNamespace,
 			For: "read the installer's pods and their images"},
-		Rule{Verbs: []string{"get"}, Group: groupTrainer, Resource: "clustertrainingruntimes", ResourceNames: []string{names.Runtime}, Scope: ClusterWide,
-			For: "read the deployed " + names.Runtime + ": its " + names.DaemonContainer + ", its labels and its wiring"},
+		Rule{Verbs: []string{"get"}, Group: groupTrainer, Resource: "clustertrainingruntimes", ResourceNames: shippedRuntimes(), Scope: ClusterWide,
+			For: "read the deployed runtime of the pool's fabric and machine type (" + strings.Join(shippedRuntimes(), ", ") + "): its " + names.DaemonContainer + " (TCPXO), its labels and its wiring"},
 		Rule{Verbs: []string{"list"}, Group: groupTrainer, Resource: "trainjobs", Scope: ClusterWide,
 			For: "find the TrainJobs of " + names.Runtime + " and " + names.Benchmark + " in every namespace"},
 		Rule{Verbs: []string{"get"}, Group: groupCore, Resource: "configmaps", Scope: ClusterWide,

@@ -24,6 +24,9 @@ type Fabric struct {
 	// Runtime is the shipped ClusterTrainingRuntime's name (a fabric whose
 	// env differs per machine type ships one per type, RuntimeFor).
 	Runtime string
+	// RuntimePerMachineType says the fabric ships a runtime per machine
+	// type (gIB: its env differs in the tuner config), named RuntimeFor.
+	RuntimePerMachineType bool
 	// Benchmark is the name of the NCCL benchmark derived from Runtime
 	// (one per machine type where the runtime is, BenchmarkFor).
 	Benchmark string
@@ -81,10 +84,11 @@ var (
 			{Name: "a3-ultragpu-8g", Accelerator: "nvidia-h200-141gb", GPUName: "NVIDIA H200", GPU: "h200"},
 			{Name: "a4-highgpu-8g", Accelerator: "nvidia-b200", GPUName: "NVIDIA B200", GPU: "b200"},
 		},
-		Runtime:            names.RuntimeRDMA,
-		Benchmark:          names.BenchmarkRDMA,
-		InstallerDaemonSet: names.InstallerDaemonSetRDMA,
-		rules:              GIBRules,
+		Runtime:               names.RuntimeRDMA,
+		RuntimePerMachineType: true,
+		Benchmark:             names.BenchmarkRDMA,
+		InstallerDaemonSet:    names.InstallerDaemonSetRDMA,
+		rules:                 GIBRules,
 	}
 )
 
@@ -170,6 +174,28 @@ func (f Fabric) Accelerators() []string {
 // RuntimeFor is the name of the runtime f ships for machine type mt when
 // its env differs per machine type: the role name with the machine type.
 func (f Fabric) RuntimeFor(mt string) string { return f.Runtime + "-" + mt }
+
+// ShippedRuntime is the ClusterTrainingRuntime f ships for its machine type
+// mt: TCPXO's one runtime, or RuntimeFor(mt) for a fabric whose env differs
+// per machine type (gIB).
+func (f Fabric) ShippedRuntime(mt string) string {
+	if f.RuntimePerMachineType {
+		return f.RuntimeFor(mt)
+	}
+	return f.Runtime
+}
+
+// ShippedRuntimes are the ClusterTrainingRuntimes f ships, one per machine
+// type (ShippedRuntime), in the order of its machine types.
+func (f Fabric) ShippedRuntimes() []string {
+	var out []string
+	for _, mt := range f.MachineTypes {
+		if n := f.ShippedRuntime(mt.Name); !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
 
 // BenchmarkFor is the name of the benchmark derived from RuntimeFor(mt).
 func (f Fabric) BenchmarkFor(mt string) string { return f.Benchmark + "-" + mt }

@@ -57,6 +57,19 @@ func Inputs() (*runtimes.Inputs, error) {
 	return &runtimes.Inputs{Facts: Facts(), GIB: GIBFacts(), BOM: b, Releases: r, Overrides: o}, nil
 }
 
+// InputsAt is a command's --root: the reviewed inputs of the checkout at
+// root (its bom/ found upwards from it), else, for "", Inputs.
+func InputsAt(root string) (*runtimes.Inputs, error) {
+	if root == "" {
+		return Inputs()
+	}
+	r, err := bom.ResolveRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	return LoadInputs(r)
+}
+
 // Runtime builds torch-distributed-tcpxo as the goldens carry it (example
 // network names), from Inputs: what proofs and reports realize when they
 // mean "what ships".

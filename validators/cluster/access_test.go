@@ -111,7 +111,7 @@ func TestReadsAreDeclared(t *testing.T) {
 	has(t, fs, Warn, "trainjob-wiring", "2 TrainJob(s)", "team-a/train", "bench/nccl", "no runtime snapshot")
 
 	srv = &apiServer{t: t, objects: objects}
-	if _, err := RunCheck(context.Background(), guardedClients(t, srv, access.Validate), DefaultNodeSelector, names.ComponentsNamespace, expect(t)); err != nil {
+	if _, _, err := RunCheck(context.Background(), guardedClients(t, srv, access.Validate), fabric.TCPXO, DefaultNodeSelector, names.ComponentsNamespace, expect(t)); err != nil {
 		t.Fatalf("validate's cluster check under validate's list: %v", err)
 	}
 	for _, s := range srv.seen {

@@ -7,18 +7,19 @@ import (
 	"strings"
 
 	networkv1 "github.com/GoogleCloudPlatform/gke-networking-api/apis/network/v1"
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/names"
+	"github.com/tcpxogen/tcpxogen/internal/wiring"
+	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 )
-
-// InstallerLabel selects the NCCL plugin installer's pods as the shipped
-// components label them (runtimes/components.yaml).
-const InstallerLabel = names.AppLabel + "=" + names.InstallerDaemonSet
 
 // Level is how bad a finding is.
 type Level string
@@ -49,26 +50,56 @@ func (f Finding) String() string {
 type State struct {
 	Nodes    []corev1.Node
 	Networks Networks
-	// InstallerPods are the installer DaemonSet's pods (InstallerLabel).
+	// InstallerPods are the fabric's installer DaemonSet's pods
+	// (InstallerLabelOf).
 	InstallerPods []corev1.Pod
 	// DaemonImages are the tcpxo-daemon images of the deployed shipped
-	// runtime; nil when it is not deployed.
+	// runtime; nil when it is not deployed (TCPXO only).
 	DaemonImages []string
-	// Runtime is the deployed shipped ClusterTrainingRuntime as the API
-	// server serves it; nil when it is not deployed.
+	// Runtime is the deployed shipped ClusterTrainingRuntime of the pool's
+	// fabric and machine type as the API server serves it; nil when it is
+	// not deployed.
 	Runtime *unstructured.Unstructured
 }
 
-// Expect is what the cluster should match: the BOM, the release table and,
-// when given, the recipe's mapping.
+// Expect is what the cluster should match: the fabric and machine type of
+// the pool (CheckPool decides them), the BOM, the release table and, when
+// given, the recipe's mapping.
 type Expect struct {
+	// Fabric is the fabric judged; the zero Fabric is TCPXO.
+	Fabric fabric.Fabric
+	// Machine is the pool's machine type (CheckPool); its GKE floor and,
+	// for a fabric with a runtime per machine type, the deployed runtime
+	// are judged by it.
+	Machine  fabric.MachineType
 	BOM      *bom.BOM
 	Releases *bom.Releases
 	Mapping  interfaces.Mapping
+	// RecipeMachine is the machine type the recipe names ("" for none):
+	// a pool of another one is refused.
+	RecipeMachine string
+	// Render renders the fabric's runtime for a machine type and a
+	// mapping: a fabric whose runtime carries no daemon to pair with the
+	// installer (gIB) has its deployed runtime held to it. Nil: not judged.
+	Render func(machineType string, m interfaces.Mapping) (*trainer.ClusterTrainingRuntime, error)
 }
 
-// Check judges the cluster per node: its GPU-NIC topology, the installer
-// running on it, and its GKE version against the release's floor. A node
+// fabric is the fabric judged, TCPXO when none is named.
+func (e Expect) fabric() fabric.Fabric {
+	if e.Fabric.Name == "" {
+		return fabric.TCPXO
+	}
+	return e.Fabric
+}
+
+// InstallerLabelOf selects fabric f's installer pods as its shipped
+// components label them (runtimes/components.yaml, components-rdma.yaml).
+func InstallerLabelOf(f fabric.Fabric) string { return names.AppLabel + "=" + f.InstallerDaemonSet }
+
+// Check judges the cluster per node in the layout of want's fabric: its
+// fabric-NIC topology, the installer running on it, and its GKE version
+// against the floor (TCPXO: the installer release's; gIB: the machine
+// type's). A node
 // without GKE's NIC annotations is unverified (a warning); everything else
 // that does not hold fails. A deployed shipped runtime labelled to skip the
 // trainer's validating webhook (runtimes.WebhookValidationLabel) is a
@@ -84,6 +115,7 @@ func Check(st State, want Expect) []Finding {
 	}
 	nodes := slices.Clone(st.Nodes)
 	slices.SortFunc(nodes, func(a, b corev1.Node) int { return strings.Compare(a.Name, b.Name) })
+	w := wordsFor(want.fabric())
 
 	// Topology: each node on its own (a pool misprovisioned the same way on
 	// every node leaves nothing to disagree), then against the recipe or
@@ -102,24 +134,24 @@ func Check(st State, want Expect) []Finding {
 			add(Fail, "topology", n.Name, "%v", err)
 			continue
 		}
-		m, err := nn.Mapping()
+		m, err := nn.mapping(w)
 		if err != nil {
 			add(Fail, "topology", n.Name, "%v", err)
 			continue
 		}
 		mappings[m] = append(mappings[m], n.Name)
 		if !want.Mapping.IsZero() && m != want.Mapping {
-			add(Fail, "topology", n.Name, "the GPU NICs carry %s, where the recipe maps %s: the runtime would attach each pod interface to another host NIC's network; fix the recipe (tcpxogen discover -o values) or the node pool", m, want.Mapping)
+			add(Fail, "topology", n.Name, "the %ss carry %s, where the recipe maps %s: the runtime would attach each pod interface to another host NIC's network; fix the recipe (%s -o values) or the node pool", w.nic, m, want.Mapping, w.discover)
 			continue
 		}
-		add(OK, "topology", n.Name, "eight GPU NICs on eight PCI slots: %s", m)
+		add(OK, "topology", n.Name, "eight %ss on eight PCI slots: %s", w.nic, m)
 	}
 	// Unverified nodes are warnings only beside nodes that were verified: a
 	// pool where no node shows its NICs has had nothing checked, and a pass
 	// there would vouch for a topology nobody read.
 	if unverified == len(nodes) {
-		add(Fail, "topology", "", "no target node's GPU-NIC topology could be verified (none carries %s and %s): nothing shows that the pods' eight networks reach eight GPU NICs; GKE writes both on multi-network nodes, so check that the node pool was created with the eight additional networks (--additional-node-network) and that --node-selector picks the A3 Mega nodes",
-			networkv1.NorthInterfacesAnnotationKey, networkv1.NICInfoAnnotationKey)
+		add(Fail, "topology", "", "no target node's %s topology could be verified (none carries %s and %s): nothing shows that the pods' eight networks reach eight %ss; GKE writes both on multi-network nodes, so check that the node pool was created with the eight additional networks (--additional-node-network) and that --node-selector picks the %s",
+			w.hyphenated(), networkv1.NorthInterfacesAnnotationKey, networkv1.NICInfoAnnotationKey, w.nic, w.pool)
 	}
 	if want.Mapping.IsZero() && len(mappings) > 1 {
 		var lines []string
@@ -127,57 +159,84 @@ func Check(st State, want Expect) []Finding {
 			lines = append(lines, fmt.Sprintf("%s on %s", m, listNodes(ns)))
 		}
 		slices.Sort(lines)
-		add(Fail, "topology", "", "the nodes disagree on which network sits on which GPU NIC: %s", strings.Join(lines, "; "))
+		add(Fail, "topology", "", "the nodes disagree on which network sits on which %s: %s", w.nic, strings.Join(lines, "; "))
 	}
-	var mapped []string
+	// Each mapped network once, by name, with the deviceMode its NIC needs.
+	var mapped []wantNetwork
 	for m := range mappings {
-		for _, b := range m.Bindings() {
-			if !slices.Contains(mapped, b.Network) {
-				mapped = append(mapped, b.Network)
+		for _, n := range mappedNetworks(m) {
+			if !slices.ContainsFunc(mapped, func(o wantNetwork) bool { return o.name == n.name }) {
+				mapped = append(mapped, n)
 			}
 		}
 	}
-	slices.Sort(mapped)
-	for _, p := range NetworkProblems(mapped, st.Networks) {
+	slices.SortFunc(mapped, func(a, b wantNetwork) int { return strings.Compare(a.name, b.name) })
+	for _, p := range networkProblems(mapped, st.Networks) {
 		add(Fail, "networks", "", "%s", p)
 	}
 
-	out = append(out, checkInstaller(nodes, st, want)...)
-	out = append(out, checkFloors(nodes, want)...)
+	out = append(out, checkInstaller(nodes, st, want, w)...)
+	if want.fabric().Name == fabric.TCPXO.Name {
+		out = append(out, checkDaemon(st, want)...)
+		out = append(out, checkFloors(nodes, want)...)
+	} else {
+		out = append(out, checkRuntime(st, want, agreed(want.Mapping, mappings))...)
+		out = append(out, checkMachineFloor(nodes, want)...)
+	}
 	if st.Runtime != nil {
 		out = append(out, webhookFindings(st.Runtime)...)
 	}
 	return out
 }
 
-// checkInstaller holds the installer pod on every target node to the BOM's
-// pin: digest-pinned, the same on every node, and the pinned image; and the
-// deployed runtime's daemon to the installer's published pair.
-func checkInstaller(nodes []corev1.Node, st State, want Expect) []Finding {
+// agreed is the mapping the deployed runtime is held to: the recipe's, else
+// the one every verified node carries; zero when the nodes disagree or none
+// was verified.
+func agreed(recipe interfaces.Mapping, mappings map[interfaces.Mapping][]string) interfaces.Mapping {
+	if !recipe.IsZero() {
+		return recipe
+	}
+	if len(mappings) != 1 {
+		return interfaces.Mapping{}
+	}
+	for m := range mappings {
+		return m
+	}
+	return interfaces.Mapping{}
+}
+
+// checkInstaller holds the fabric's installer pod on every target node to
+// the BOM's pin: digest-pinned, the same on every node, and the pinned
+// image.
+func checkInstaller(nodes []corev1.Node, st State, want Expect, w nicWords) []Finding {
 	var out []Finding
 	add := func(l Level, node, format string, a ...any) {
 		out = append(out, Finding{Level: l, Check: "installer", Node: node, Message: fmt.Sprintf(format, a...)})
 	}
-	pin := want.BOM.Images.Installer.Reference
+	f := want.fabric()
+	img, role := want.BOM.InstallerOf(f)
+	pin := img.Reference
 	byImage := map[string][]string{}
 	for _, n := range nodes {
 		i := slices.IndexFunc(st.InstallerPods, func(p corev1.Pod) bool { return p.Spec.NodeName == n.Name })
 		if i < 0 {
-			add(Fail, n.Name, "no installer pod (%s) runs on the node: the plugin is not installed there; apply tcpxogen render components", InstallerLabel)
+			add(Fail, n.Name, "no installer pod (%s) runs on the node: the plugin is not installed there; apply %s", InstallerLabelOf(f), w.components)
 			continue
 		}
-		img, ok := containerImage(st.InstallerPods[i].Spec.InitContainers, names.InstallerContainer)
+		// Both fabrics' DaemonSets name their installer init container as
+		// the DaemonSet (runtimes/components.yaml, components-rdma.yaml).
+		got, ok := containerImage(st.InstallerPods[i].Spec.InitContainers, f.InstallerDaemonSet)
 		if !ok {
-			add(Fail, n.Name, "installer pod %s has no %s init container", st.InstallerPods[i].Name, names.InstallerContainer)
+			add(Fail, n.Name, "installer pod %s has no %s init container", st.InstallerPods[i].Name, f.InstallerDaemonSet)
 			continue
 		}
-		byImage[img] = append(byImage[img], n.Name)
-		ref, err := bom.ParsePinned(img)
+		byImage[got] = append(byImage[got], n.Name)
+		ref, err := bom.ParsePinned(got)
 		switch {
 		case err != nil:
-			add(Fail, n.Name, "the installer image %s is not pinned by digest (%v): a tag can move, so what the node installed is unknown; deploy tcpxogen render components", img, err)
-		case img != pin:
-			add(Fail, n.Name, "the node runs installer %s, but bom/bom.yaml pins %s (%s): node pools upgrade separately; upgrade the installer DaemonSet to the pin (tcpxogen render components)", ref.Tag(), want.BOM.Images.Installer.Version, pin)
+			add(Fail, n.Name, "the installer image %s is not pinned by digest (%v): a tag can move, so what the node installed is unknown; deploy %s", got, err, w.components)
+		case got != pin:
+			add(Fail, n.Name, "the node runs installer %s, but bom/bom.yaml pins %s (%s, role %s): node pools upgrade separately; upgrade the installer DaemonSet to the pin (%s)", ref.Tag(), img.Version, pin, role, w.components)
 		default:
 			add(OK, n.Name, "installer %s, as pinned", ref.Tag())
 		}
@@ -190,8 +249,18 @@ func checkInstaller(nodes []corev1.Node, st State, want Expect) []Finding {
 		slices.Sort(lines)
 		add(Fail, "", "the nodes run different installers: %s", strings.Join(lines, "; "))
 	}
+	return out
+}
+
+// checkDaemon holds the deployed TCPXO runtime's tcpxo-daemon to the
+// installer's published pair.
+func checkDaemon(st State, want Expect) []Finding {
+	var out []Finding
+	add := func(l Level, format string, a ...any) {
+		out = append(out, Finding{Level: l, Check: "installer", Message: fmt.Sprintf(format, a...)})
+	}
 	if st.DaemonImages == nil {
-		add(Warn, "", "the shipped runtime is not deployed, so its tcpxo-daemon cannot be checked against the installer")
+		add(Warn, "the shipped runtime is not deployed, so its tcpxo-daemon cannot be checked against the installer")
 		return out
 	}
 	pair, ok := want.Releases.PairFor(want.BOM.Images.Installer.Version)
@@ -199,16 +268,81 @@ func checkInstaller(nodes []corev1.Node, st State, want Expect) []Finding {
 		ref, err := bom.ParsePinned(img)
 		switch {
 		case !ok:
-			add(Fail, "", "installer %s has no published pair in bom/releases.yaml", want.BOM.Images.Installer.Version)
+			add(Fail, "installer %s has no published pair in bom/releases.yaml", want.BOM.Images.Installer.Version)
 		case err != nil:
-			add(Fail, "", "the deployed runtime's tcpxo-daemon image %s is not pinned by digest (%v)", img, err)
+			add(Fail, "the deployed runtime's tcpxo-daemon image %s is not pinned by digest (%v)", img, err)
 		case ref.Tag() != pair.Daemon:
-			add(Fail, "", "the deployed runtime runs tcpxo-daemon %s, but installer %s is published with daemon %s: the two are coupled; redeploy tcpxogen render runtime", ref.Tag(), pair.Installer, pair.Daemon)
+			add(Fail, "the deployed runtime runs tcpxo-daemon %s, but installer %s is published with daemon %s: the two are coupled; redeploy tcpxogen render runtime", ref.Tag(), pair.Installer, pair.Daemon)
 		default:
-			add(OK, "", "the deployed runtime's tcpxo-daemon %s is installer %s's published pair", ref.Tag(), pair.Installer)
+			add(OK, "the deployed runtime's tcpxo-daemon %s is installer %s's published pair", ref.Tag(), pair.Installer)
 		}
 	}
 	return out
+}
+
+// checkRuntime holds the deployed runtime of the pool's machine type to
+// what the mapping renders, by the wiring the fabric depends on (the
+// differ check trainjob uses): a lost or changed field fails, since the
+// runtime's pods would not get what the nodes and the installer provide;
+// an addition is a warning. Not deployed is a warning: nothing runs on it.
+func checkRuntime(st State, want Expect, m interfaces.Mapping) []Finding {
+	f := want.fabric()
+	name := f.RuntimeFor(want.Machine.Name)
+	finding := func(l Level, format string, a ...any) []Finding {
+		return []Finding{{Level: l, Check: "runtime", Message: fmt.Sprintf(format, a...)}}
+	}
+	redeploy := fmt.Sprintf("tcpxogen render runtime --fabric %s --machine-type %s --interfaces %s | kubectl apply -f -", f.Name, want.Machine.Name, m)
+	switch {
+	case st.Runtime == nil:
+		return finding(Warn, "ClusterTrainingRuntime %s is not deployed, so nothing on the cluster runs the %s pool's wiring yet", name, want.Machine.Name)
+	case want.Render == nil:
+		return nil
+	case m.IsZero():
+		return finding(Fail, "the deployed %s cannot be held to a mapping: the nodes carry none they agree on (above); fix the nodes or pass --recipe", name)
+	}
+	rendered, err := want.Render(want.Machine.Name, m)
+	if err != nil {
+		return finding(Fail, "rendering %s for %s: %v", name, m, err)
+	}
+	deployed := &trainer.ClusterTrainingRuntime{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(st.Runtime.Object, deployed); err != nil {
+		return finding(Fail, "ClusterTrainingRuntime %s does not decode as the trainer's type: %v", name, err)
+	}
+	var w [2]wiring.Wiring
+	for i, rt := range []*trainer.ClusterTrainingRuntime{deployed, rendered} {
+		tpl, err := wiring.RuntimePodTemplate(rt, runtimes.NodeContainer)
+		if err != nil {
+			return finding(Fail, "ClusterTrainingRuntime %s: %v", name, err)
+		}
+		w[i] = wiring.Of(tpl, runtimes.NodeContainer)
+	}
+	var lost, added []string
+	for _, c := range wiring.Diff(w[1], w[0]) {
+		if c.IsAddition() {
+			added = append(added, c.String())
+			continue
+		}
+		lost = append(lost, c.String())
+	}
+	var out []Finding
+	if len(lost) > 0 {
+		out = append(out, finding(Fail, "the deployed %s differs from what %s renders (%s): %s; its pods would not get the fabric the nodes provide: redeploy it (%s)",
+			name, m, describeChanges(lost), strings.Join(lost, "; "), redeploy)...)
+	}
+	if len(added) > 0 {
+		out = append(out, finding(Warn, "the deployed %s adds to what %s renders: %s", name, m, strings.Join(added, "; "))...)
+	}
+	if len(out) == 0 {
+		out = finding(OK, "the deployed %s carries the wiring %s renders", name, m)
+	}
+	return out
+}
+
+func describeChanges(cs []string) string {
+	if len(cs) == 1 {
+		return "1 change"
+	}
+	return fmt.Sprintf("%d changes", len(cs))
 }
 
 // checkFloors holds each node's GKE version to the pinned release's floor
@@ -229,6 +363,40 @@ func checkFloors(nodes []corev1.Node, want Expect) []Finding {
 	if err != nil {
 		return append(out, Finding{Level: Fail, Check: "gke-version", Message: fmt.Sprintf("bom/releases.yaml: the GKE floor %q of %s is not a version: %v", pair.GKE, pair.Installer, err)})
 	}
+	return append(out, gkeVersions(nodes, pair.GKE, floor, func(kv string) string {
+		return fmt.Sprintf("GKE %s is below %s, which installer %s's release notes require (with gpu-driver-version=%s); upgrade the node pool", kv, pair.GKE, pair.Installer, pair.DriverBranch)
+	})...)
+}
+
+// checkMachineFloor holds each node's GKE version to the floor of the
+// pool's machine type in bom/releases.yaml (gibMachineTypes, with its
+// source).
+func checkMachineFloor(nodes []corev1.Node, want Expect) []Finding {
+	mt := want.Machine.Name
+	fl, ok := want.Releases.GKEFloor(mt)
+	if !ok {
+		return []Finding{{Level: Fail, Check: "gke-version", Message: fmt.Sprintf("bom/releases.yaml gives no GKE floor for %s (gibMachineTypes): add it from Google's documentation", mt)}}
+	}
+	floor, err := version.ParseSemantic(fl.GKE)
+	if err != nil {
+		return []Finding{{Level: Fail, Check: "gke-version", Message: fmt.Sprintf("bom/releases.yaml: the GKE floor %q of %s is not a version: %v", fl.GKE, mt, err)}}
+	}
+	var out []Finding
+	if rel, ok := want.Releases.GIBReleaseFor(want.BOM.Images.GIBInstaller.Version); ok && rel.Driver != "" {
+		// As for TCPXO: the driver is a node-pool setting the Node objects
+		// do not publish, so it is a warning to confirm, never a pass.
+		out = append(out, Finding{Level: Warn, Check: "driver-branch", Message: fmt.Sprintf("NCCL/gIB %s's release notes require GPU driver %s or later (and a CUDA %s runtime in the workload image), which the Node objects cannot confirm (%s); confirm it with gcloud container node-pools describe POOL --cluster CLUSTER",
+			rel.Installer, rel.Driver, rel.CUDA, driverLabels(nodes))})
+	}
+	return append(out, gkeVersions(nodes, fl.GKE, floor, func(kv string) string {
+		return fmt.Sprintf("GKE %s is below %s, which %s on %s needs (%s); upgrade the node pool", kv, fl.GKE, want.fabric().Title, mt, fl.Source)
+	})...)
+}
+
+// gkeVersions judges each node's kubelet version against floor; below
+// says why one below it fails.
+func gkeVersions(nodes []corev1.Node, floorText string, floor *version.Version, below func(kubelet string) string) []Finding {
+	var out []Finding
 	for _, n := range nodes {
 		kv := n.Status.NodeInfo.KubeletVersion
 		v, err := version.ParseSemantic(strings.TrimPrefix(kv, "v"))
@@ -236,9 +404,9 @@ func checkFloors(nodes []corev1.Node, want Expect) []Finding {
 		case err != nil:
 			out = append(out, Finding{Level: Fail, Check: "gke-version", Node: n.Name, Message: fmt.Sprintf("kubelet version %q is not a GKE version", kv)})
 		case v.LessThan(floor):
-			out = append(out, Finding{Level: Fail, Check: "gke-version", Node: n.Name, Message: fmt.Sprintf("GKE %s is below %s, which installer %s's release notes require (with gpu-driver-version=%s); upgrade the node pool", kv, pair.GKE, pair.Installer, pair.DriverBranch)})
+			out = append(out, Finding{Level: Fail, Check: "gke-version", Node: n.Name, Message: below(kv)})
 		default:
-			out = append(out, Finding{Level: OK, Check: "gke-version", Node: n.Name, Message: fmt.Sprintf("GKE %s, at or above %s", kv, pair.GKE)})
+			out = append(out, Finding{Level: OK, Check: "gke-version", Node: n.Name, Message: fmt.Sprintf("GKE %s, at or above %s", kv, floorText)})
 		}
 	}
 	return out

@@ -164,13 +164,19 @@ type nicWords struct {
 	nic, node string
 	// provision is the fix a misprovisioned node ends with.
 	provision string
+	// pool names the machines in the plural ("A3 Mega nodes"); discover and
+	// components are the commands that print the mapping and the node
+	// components for the fabric.
+	pool, discover, components string
 }
 
 var (
 	tcpxoWords = nicWords{layout: interfaces.TCPXO, nic: "GPU NIC", node: "an A3 Mega node",
-		provision: "a gVNIC or other additional network on the GPU node pool takes a GPU NIC's place: provision the pool with exactly the eight GPU-NIC networks"}
+		provision: "a gVNIC or other additional network on the GPU node pool takes a GPU NIC's place: provision the pool with exactly the eight GPU-NIC networks",
+		pool:      "A3 Mega nodes", discover: "tcpxogen discover", components: "tcpxogen render components"}
 	rdmaWords = nicWords{layout: interfaces.RDMA, nic: "RDMA NIC", node: "an A3 Ultra or A4 node",
-		provision: "provision the pool with the eight RDMA networks, one on each of eth2..eth9 (Google's documentation names them rdma-0..rdma-7), and at most the gVNIC network on eth1"}
+		provision: "provision the pool with the eight RDMA networks, one on each of eth2..eth9 (Google's documentation names them rdma-0..rdma-7), and at most the gVNIC network on eth1",
+		pool:      "A3 Ultra or A4 nodes", discover: "tcpxogen discover --fabric gib", components: "tcpxogen render components --fabric gib"}
 )
 
 // wordsFor is the NIC wiring of fabric f.

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tcpxogen/tcpxogen/internal/access"
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/kubeconfig"
 	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
@@ -205,33 +206,35 @@ func isNotServed(err error) bool {
 	return apierrors.IsNotFound(err)
 }
 
-// ReadState reads what check cluster judges: the target nodes, the GKE
-// Networks, the installer's pods in namespace, and the deployed shipped
-// runtime (its tcpxo-daemon images and labels).
-func ReadState(ctx context.Context, c *Clients, selector, namespace string) (State, error) {
-	var st State
+// ReadState reads what check cluster judges on nodes, a pool of fabric f's
+// machine type mt (CheckPool): the GKE Networks, f's installer pods in
+// namespace, and f's deployed shipped runtime for mt (for TCPXO its
+// tcpxo-daemon images too).
+func ReadState(ctx context.Context, c *Clients, f fabric.Fabric, mt fabric.MachineType, nodes []corev1.Node, namespace string) (State, error) {
+	st := State{Nodes: nodes}
 	var err error
-	if st.Nodes, err = ReadNodes(ctx, c, selector); err != nil {
-		return st, err
-	}
 	if st.Networks, err = ReadNetworks(ctx, c); err != nil {
 		return st, err
 	}
-	pods, err := c.Kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: InstallerLabel})
+	label := InstallerLabelOf(f)
+	pods, err := c.Kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: label})
 	if err != nil {
-		return st, c.Guard.Explain(fmt.Errorf("listing the installer's pods (%s) in namespace %s: %w", InstallerLabel, namespace, err))
+		return st, c.Guard.Explain(fmt.Errorf("listing the installer's pods (%s) in namespace %s: %w", label, namespace, err))
 	}
 	st.InstallerPods = pods.Items
-	rt, err := c.Dynamic.Resource(trainerRuntimes).Get(ctx, names.Runtime, metav1.GetOptions{})
+	name := f.ShippedRuntime(mt.Name)
+	rt, err := c.Dynamic.Resource(trainerRuntimes).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
 		// Not deployed, or no trainer to deploy it on.
 		return st, nil
 	case err != nil:
-		return st, c.Guard.Explain(fmt.Errorf("reading ClusterTrainingRuntime %s: %w", names.Runtime, err))
+		return st, c.Guard.Explain(fmt.Errorf("reading ClusterTrainingRuntime %s: %w", name, err))
 	}
 	st.Runtime = rt
-	st.DaemonImages = append([]string{}, imagesOf(rt.Object, names.DaemonContainer)...)
+	if f.Name == fabric.TCPXO.Name {
+		st.DaemonImages = append([]string{}, imagesOf(rt.Object, names.DaemonContainer)...)
+	}
 	return st, nil
 }
 

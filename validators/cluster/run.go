@@ -14,10 +14,6 @@ import (
 // of the wrong type or not ready.
 var ErrNetworks = errors.New("the GPU-NIC networks are not ready")
 
-// ErrNotJudged is wrapped when a fabric's pool passes CheckPool but what
-// follows is not built for that fabric: no verdict, never a pass.
-var ErrNotJudged = errors.New("not judged")
-
 // Found is discover's answer: the mapping and what it was read from.
 type Found struct {
 	Mapping interfaces.Mapping `json:"-"`
@@ -54,41 +50,64 @@ func RunDiscover(ctx context.Context, c *Clients, f fabric.Fabric, selector stri
 	return found, nil
 }
 
-// RunCheck reads the cluster and judges it (Check); a node the selector
-// does not match is not read.
-func RunCheck(ctx context.Context, c *Clients, selector, namespace string, want Expect) ([]Finding, error) {
-	st, err := ReadState(ctx, c, selector, namespace)
+// RunCheck reads the target nodes (selector), judges them as a pool of
+// fabric f (CheckPool: a refusal there is the error, and nothing else is
+// judged), then reads the rest and judges it (Check) with want's fabric and
+// machine type set from the pool. A recipe for another fabric or machine
+// type than the pool's is refused (ErrPool) before anything else. A node
+// the selector does not match is not read.
+func RunCheck(ctx context.Context, c *Clients, f fabric.Fabric, selector, namespace string, want Expect) ([]Finding, State, error) {
+	nodes, err := ReadNodes(ctx, c, selector)
 	if err != nil {
-		return nil, err
+		return nil, State{}, err
 	}
-	return Check(st, want), nil
+	mt, err := CheckPool(nodes, f)
+	if err != nil {
+		return nil, State{}, err
+	}
+	if err := recipeFits(want, f, mt); err != nil {
+		return nil, State{}, err
+	}
+	want.Fabric, want.Machine = f, mt
+	st, err := ReadState(ctx, c, f, mt, nodes, namespace)
+	if err != nil {
+		return nil, st, err
+	}
+	return Check(st, want), st, nil
+}
+
+// recipeFits refuses a recipe mapping of another fabric's layout, or one
+// for another machine type than the pool's (RecipeMachine), naming both.
+func recipeFits(want Expect, f fabric.Fabric, mt fabric.MachineType) error {
+	if want.Mapping.IsZero() {
+		return nil
+	}
+	if want.Mapping.Layout() != wordsFor(f).layout {
+		return fmt.Errorf("%w: the recipe maps %s, a mapping of another fabric than --fabric %s (%s on %s): give this pool's recipe, or run with the recipe's fabric", ErrPool, want.Mapping, f.Name, f.Title, mt.Name)
+	}
+	if want.RecipeMachine != "" && want.RecipeMachine != mt.Name {
+		return fmt.Errorf("%w: the recipe is for %s, but the target nodes are %s: its runtime (%s) selects %s nodes, so it would not run here; give the %s pool's recipe, or select the %s pool with --node-selector",
+			ErrPool, want.RecipeMachine, mt.Name, f.RuntimeFor(want.RecipeMachine), want.RecipeMachine, mt.Name, want.RecipeMachine)
+	}
+	return nil
 }
 
 // RunCheckCluster is `check cluster`: RunCheck's checks (the ones validate
-// runs too), and the TrainJobs of the shipped runtimes judged against the
-// deployed runtimes (CheckTrainJobs), which reads what validate's
-// permissions do not grant: the TrainJobs of every namespace and their
-// runtime snapshots. The nodes must first be a pool of fabric f
-// (CheckPool): a refusal there is the error, and nothing else is judged.
+// runs too), and, for TCPXO, the TrainJobs of the shipped runtimes judged
+// against the deployed runtimes (CheckTrainJobs), which reads what
+// validate's permissions do not grant: the TrainJobs of every namespace and
+// their runtime snapshots.
 func RunCheckCluster(ctx context.Context, c *Clients, f fabric.Fabric, selector, namespace string, want Expect) ([]Finding, error) {
-	st, err := ReadState(ctx, c, selector, namespace)
-	if err != nil {
-		return nil, err
-	}
-	mt, err := CheckPool(st.Nodes, f)
+	findings, st, err := RunCheck(ctx, c, f, selector, namespace, want)
 	if err != nil {
 		return nil, err
 	}
 	if f.Name != fabric.TCPXO.Name {
-		// Check judges TCPXO's wiring (eth1..eth8, the tcpxo installer and
-		// daemon, TCPXO's GKE floor): on any other fabric's pool its
-		// verdict would be about the wrong fabric, so none is given.
-		return nil, fmt.Errorf("%w: the target nodes are a %s pool (--fabric %s), but check cluster judges only the pool's machine type there so far: the per-node %s checks (RDMA NICs, installer %s, the GKE floor of %s) are not built, so nothing vouches for these nodes; no verdict is given",
-			ErrNotJudged, mt.Name, f.Name, f.Title, f.InstallerDaemonSet, mt.Name)
+		return findings, nil
 	}
 	tj, err := ReadTrainJobs(ctx, c, st.Runtime)
 	if err != nil {
 		return nil, err
 	}
-	return append(Check(st, want), CheckTrainJobs(tj)...), nil
+	return append(findings, CheckTrainJobs(tj)...), nil
 }

@@ -2,9 +2,11 @@ package validate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/validators/cluster"
 )
@@ -20,7 +22,15 @@ import (
 func (v *validation) checkCluster(ctx context.Context, cl *Clients) error {
 	cc := &cluster.Clients{Kube: cl.Kube, Dynamic: cl.Dynamic, Guard: cl.Guard, Host: cl.Host}
 	want := cluster.Expect{BOM: v.in.BOM, Releases: v.in.Releases, Mapping: v.rec.Interfaces()}
-	findings, err := cluster.RunCheck(ctx, cc, cluster.DefaultNodeSelector, names.ComponentsNamespace, want)
+	findings, _, err := cluster.RunCheck(ctx, cc, fabric.TCPXO, cluster.DefaultNodeSelector, names.ComponentsNamespace, want)
+	if errors.Is(err, cluster.ErrPool) {
+		// The machine type decides the fabric before anything is judged
+		// (or created): a pool of another fabric is a refusal, not a read
+		// error.
+		v.section("cluster fabric (tcpxogen check cluster): FAILED", "  "+indent(err.Error(), "  "))
+		v.refuse("cluster fabric", "%s", err)
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("reading the GPU nodes' fabric on %s (as tcpxogen check cluster does): %w", cl.Host, err)
 	}

@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
 	"github.com/tcpxogen/tcpxogen/validators/performance/pool"
@@ -127,7 +128,7 @@ func gpuNodes(t testing.TB, recipeName string, n int) []runtime.Object {
 		out = append(out, &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{
 				Name:   name,
-				Labels: map[string]string{pool.LabelAccelerator: pool.A3Mega.Accelerator},
+				Labels: map[string]string{pool.LabelAccelerator: pool.A3Mega.Accelerator, fabric.InstanceTypeLabel: fabric.TCPXO.MachineTypes[0].Name},
 				Annotations: map[string]string{
 					networkv1.NorthInterfacesAnnotationKey: northJSON,
 					networkv1.NICInfoAnnotationKey:         infoJSON,

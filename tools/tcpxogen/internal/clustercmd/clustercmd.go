@@ -13,11 +13,14 @@ import (
 	"errors"
 	"fmt"
 
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+
 	"sigs.k8s.io/yaml"
 
-	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/internal/access"
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/runtimes"
+	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
 	"github.com/tcpxogen/tcpxogen/tools/internal/cli"
 	"github.com/tcpxogen/tcpxogen/tools/internal/clusterflags"
@@ -102,17 +105,27 @@ func CheckCluster(ctx context.Context, args []string, s cli.Streams) error {
 	if err != nil {
 		return err
 	}
-	b, rel, err := loadBOM(*root)
+	in, err := shipped.InputsAt(*root)
 	if err != nil {
 		return cli.BadInput("%w", err)
 	}
-	want := cluster.Expect{BOM: b, Releases: rel}
+	want := cluster.Expect{BOM: in.BOM, Releases: in.Releases}
+	if fab.Name == fabric.GIB.Name {
+		// The deployed runtime of the pool's machine type is held to what
+		// the mapping renders; RunCheck sets the machine type.
+		want.Render = func(mt string, m interfaces.Mapping) (*trainer.ClusterTrainingRuntime, error) {
+			return runtimes.RDMARuntime(in, runtimes.RDMAOptions{MachineType: mt, Interfaces: m})
+		}
+	}
 	if *recipePath != "" {
 		r, err := recipe.Load(*recipePath)
 		if err != nil {
 			return cli.BadInput("--recipe: %w", err)
 		}
-		want.Mapping = r.Interfaces()
+		if r.FabricName() != fab.Name {
+			return cli.BadInput("--recipe %s is for fabric %s, not --fabric %s: run check cluster --fabric %s, or give the %s recipe", *recipePath, r.FabricName(), fab.Name, r.FabricName(), fab.Name)
+		}
+		want.Mapping, want.RecipeMachine = r.Interfaces(), r.MachineType()
 	}
 	c, err := cf.Connect(access.CheckCluster)
 	if err != nil {
@@ -142,24 +155,4 @@ func CheckCluster(ctx context.Context, args []string, s cli.Streams) error {
 		return errFailed
 	}
 	return nil
-}
-
-// loadBOM reads the BOM and release table of --root, else the ones built
-// into the binary (what it was released with), as render runtime does.
-func loadBOM(root string) (*bom.BOM, *bom.Releases, error) {
-	load := shipped.Inputs
-	if root != "" {
-		load = func() (*runtimes.Inputs, error) {
-			r, err := bom.ResolveRoot(root)
-			if err != nil {
-				return nil, err
-			}
-			return shipped.LoadInputs(r)
-		}
-	}
-	in, err := load()
-	if err != nil {
-		return nil, nil, err
-	}
-	return in.BOM, in.Releases, nil
 }

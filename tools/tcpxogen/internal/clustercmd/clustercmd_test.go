@@ -285,9 +285,36 @@ func TestDiscoverGIB(t *testing.T) {
 	if code != cli.ExitFailure || out != "" || !strings.Contains(errs, "node gke-gib-1 advertises 7 RDMA-NIC networks") {
 		t.Errorf("seven: exit %d, %q, %s", code, out, errs)
 	}
-	// check cluster --fabric gib on a gIB pool gives no verdict yet.
-	code, out, errs = run(t, gibPool(t, ultraLabels, true), "check", "cluster", "--fabric", "gib")
-	if code != cli.ExitFailure || strings.Contains(out, "PASS") || !strings.Contains(errs, "not built") {
-		t.Errorf("check cluster --fabric gib: exit %d, %q, %s", code, out, errs)
+	// check cluster --fabric gib judges the pool's nodes in the RDMA
+	// layout: topology passes, no installer pod fails with gIB's fix.
+	code, out, errs = run(t, gibPool(t, ultraLabels, true), "check", "cluster", "--fabric", "gib", "-v")
+	for _, w := range []string{
+		"ok   topology gke-gib-0: eight RDMA NICs on eight PCI slots: eth1=gvnic-1,eth2=rdma-0,",
+		"FAIL installer gke-gib-1: no installer pod (k8s-app=nccl-rdma-installer) runs on the node",
+		"apply tcpxogen render components --fabric gib",
+		"check cluster: FAIL",
+	} {
+		if code != cli.ExitFailure || !strings.Contains(out, w) {
+			t.Errorf("check cluster --fabric gib without the installer: exit %d, want it to say %q:\n%s%s", code, w, out, errs)
+		}
+	}
+}
+
+// A recipe of another fabric is bad input (exit 2); a recipe of another
+// machine type than the pool's is refused (exit 1) before any node is
+// judged, naming both.
+func TestCheckClusterRecipeFitsThePool(t *testing.T) {
+	recipes := filepath.Join("..", "..", "..", "..", "testdata", "recipes")
+	code, out, errs := run(t, gibPool(t, ultraLabels, true), "check", "cluster", "--fabric", "gib", "--recipe", filepath.Join(recipes, "gke-h100.yaml"))
+	if code != cli.ExitUsage || out != "" || !strings.Contains(errs, "is for fabric tcpxo, not --fabric gib") {
+		t.Errorf("a TCPXO recipe with --fabric gib: exit %d, %q, %s", code, out, errs)
+	}
+	code, out, errs = run(t, megaPool(t, 2), "check", "cluster", "--recipe", filepath.Join(recipes, "gke-a4-gib.yaml"))
+	if code != cli.ExitUsage || out != "" || !strings.Contains(errs, "is for fabric gib, not --fabric tcpxo: run check cluster --fabric gib") {
+		t.Errorf("a gIB recipe with --fabric tcpxo: exit %d, %q, %s", code, out, errs)
+	}
+	code, out, errs = run(t, gibPool(t, ultraLabels, true), "check", "cluster", "--fabric", "gib", "--recipe", filepath.Join(recipes, "gke-a4-gib.yaml"))
+	if code != cli.ExitFailure || out != "" || !strings.Contains(errs, "the recipe is for a4-highgpu-8g, but the target nodes are a3-ultragpu-8g") || !strings.Contains(errs, "torch-distributed-rdma-a4-highgpu-8g") {
+		t.Errorf("an A4 recipe on an A3 Ultra pool: exit %d, %q, %s", code, out, errs)
 	}
 }

@@ -18,7 +18,7 @@ func renderPolicy(_ context.Context, args []string, s cli.Streams) error {
 	fabricName := fabricFlag(fs)
 	root := fs.String("root", "", "repository root whose bom/ to read (default: the checkout around the working directory, else the inputs built into tcpxogen)")
 	enforce := fs.Bool("enforce", false, "bind the contract (what loses the fabric or launches wrong) with Deny; the advisory stays Warn, Audit")
-	rts := fs.StringArray("runtime", nil, "a runtime carrying the fabric's wiring, judged by the contract and exempt from the capability advisory (repeatable; default the fabric's shipped runtimes: "+names.Runtime+" for tcpxo, "+strings.Join(admission.ShippedRuntimes(fabric.GIB), " and ")+" for gib)")
+	rts := fs.StringArray("runtime", nil, "a runtime carrying the fabric's wiring, judged by the contract and exempt from the capability advisory (repeatable; default the fabric's shipped runtimes: "+names.Runtime+" for tcpxo, "+strings.Join(fabric.GIB.ShippedRuntimes(), " and ")+" for gib)")
 	exempt := fs.StringArray("exempt", nil, "another runtime whose multi-node TrainJobs get no capability advisory (repeatable)")
 	profile := fs.String("profile", runtimes.ProfileDefault, "the NCCL profile the runtime was rendered with: default or simple")
 	format := fs.StringP("output", "o", "yaml", "output format: yaml or json")

@@ -344,17 +344,7 @@ func rdmaOptions(machineType, ifaces, values string, selectors, tolerations []st
 // checkout, else the ones built into the binary: rendering the runtime for a
 // cluster needs nothing a checkout adds.
 func inputs(root string) (*runtimes.Inputs, error) {
-	load := shipped.Inputs
-	if root != "" {
-		load = func() (*runtimes.Inputs, error) {
-			r, err := bom.ResolveRoot(root)
-			if err != nil {
-				return nil, err
-			}
-			return shipped.LoadInputs(r)
-		}
-	}
-	in, err := load()
+	in, err := shipped.InputsAt(root)
 	if err != nil {
 		return nil, cli.BadInput("%w", err)
 	}
