@@ -60,13 +60,28 @@ func BuildCLI(repoRoot, dir string) (string, error) {
 // GKENetworkParamSet, as a user provisioning the GPU NICs does. Idempotent.
 // The nodes' side is SetNodeNICs (ProvisionPool does both).
 func (cp *ControlPlane) AttachNetworks(ctx context.Context, networks []string) error {
+	return cp.AttachNetworksOf(ctx, networkv1.NetDevice, networks)
+}
+
+// AttachNetworksOf is AttachNetworks with GKENetworkParamSets of deviceMode
+// mode (RDMA for the RDMA networks of A3 Ultra and A4, Google's setup). An
+// existing GKENetworkParamSet is updated to mode.
+func (cp *ControlPlane) AttachNetworksOf(ctx context.Context, mode networkv1.DeviceModeType, networks []string) error {
 	strict := client.FieldValidation(metav1.FieldValidationStrict)
 	for _, n := range networks {
 		params := &networkv1.GKENetworkParamSet{
 			ObjectMeta: metav1.ObjectMeta{Name: n},
-			Spec:       networkv1.GKENetworkParamSetSpec{VPC: "vpc-" + n, VPCSubnet: "subnet-" + n, DeviceMode: networkv1.NetDevice},
+			Spec:       networkv1.GKENetworkParamSetSpec{VPC: "vpc-" + n, VPCSubnet: "subnet-" + n, DeviceMode: mode},
 		}
-		if err := cp.Client.Create(ctx, params, strict); err != nil && !apierrors.IsAlreadyExists(err) {
+		err := cp.Client.Create(ctx, params, strict)
+		if apierrors.IsAlreadyExists(err) {
+			cur := &networkv1.GKENetworkParamSet{}
+			if err = cp.Client.Get(ctx, client.ObjectKey{Name: n}, cur); err == nil && cur.Spec.DeviceMode != mode {
+				cur.Spec.DeviceMode = mode
+				err = cp.Client.Update(ctx, cur, strict)
+			}
+		}
+		if err != nil {
 			return fmt.Errorf("GKENetworkParamSet %s: %w", n, err)
 		}
 		net := &networkv1.Network{

@@ -35,6 +35,22 @@ func A3MegaNICs(networks []string) []HostNIC {
 	return nics
 }
 
+// rdmaSlots are PCI slots for an A3 Ultra / A4 node's eth1 and its eight
+// RDMA NICs eth2..eth9: made up (one slot each), never a rule; no public
+// source lists the slots GKE reports on these machines.
+var rdmaSlots = []string{"0000:0c:00.0", "0000:91:00.0", "0000:92:00.0", "0000:93:00.0", "0000:94:00.0", "0000:95:00.0", "0000:96:00.0", "0000:97:00.0", "0000:98:00.0"}
+
+// RDMANICs is a healthy a3-ultragpu-8g or a4-highgpu-8g node as Google's
+// setup provisions one: eth0 on the default network, eth1 carrying gvnic
+// ("" for no network there), eth(2+i) carrying rdma[i] on its own slot.
+func RDMANICs(gvnic string, rdma []string) []HostNIC {
+	nics := []HostNIC{{Name: "eth0", IP: "10.128.0.2", PCI: "0000:00:05.0"}, {Name: "eth1", Network: gvnic, IP: "10.129.0.2", PCI: rdmaSlots[0]}}
+	for i, n := range rdma {
+		nics = append(nics, HostNIC{Name: fmt.Sprintf("eth%d", i+2), Network: n, IP: fmt.Sprintf("192.168.%d.2", i+2), PCI: rdmaSlots[(i+1)%len(rdmaSlots)]})
+	}
+	return nics
+}
+
 // ProvisionPool makes the cluster a healthy A3 Mega pool as GKE shows one:
 // the networks Ready Device networks, every node carrying them on
 // eth1..eth8 (A3MegaNICs) and running the installer's pod with image.
@@ -155,14 +171,21 @@ func (cp *ControlPlane) MarkNetworksReady(ctx context.Context, networks []string
 	return nil
 }
 
-// SetInstallerPod puts the installer DaemonSet's pod on node, as the
-// DaemonSet controller would (label k8s-app=nccl-tcpxo-installer in
-// kube-system, runtimes/components.yaml), its installer init container
-// running image. A pod already there gets the new image in place (a pod's
-// image is mutable): deleting and recreating it races the node simulator,
-// which finishes a deleted pod's deletion by name.
+// SetInstallerPod puts the TCPXO installer DaemonSet's pod on node
+// (SetInstallerPodOf nccl-tcpxo-installer).
 func (cp *ControlPlane) SetInstallerPod(ctx context.Context, node, image string) error {
-	name := "nccl-tcpxo-installer-" + node
+	return cp.SetInstallerPodOf(ctx, "nccl-tcpxo-installer", node, image)
+}
+
+// SetInstallerPodOf puts installer DaemonSet daemonSet's pod on node, as
+// the DaemonSet controller would (label k8s-app=<daemonSet> in kube-system,
+// runtimes/components.yaml and components-rdma.yaml), its installer init
+// container (named as the DaemonSet) running image. A pod already there
+// gets the new image in place (a pod's image is mutable): deleting and
+// recreating it races the node simulator, which finishes a deleted pod's
+// deletion by name.
+func (cp *ControlPlane) SetInstallerPodOf(ctx context.Context, daemonSet, node, image string) error {
+	name := daemonSet + "-" + node
 	pods := cp.Kube.CoreV1().Pods("kube-system")
 	cur, err := pods.Get(ctx, name, metav1.GetOptions{})
 	if err == nil {
@@ -174,10 +197,10 @@ func (cp *ControlPlane) SetInstallerPod(ctx context.Context, node, image string)
 		return err
 	}
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system", Labels: map[string]string{"k8s-app": "nccl-tcpxo-installer"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system", Labels: map[string]string{"k8s-app": daemonSet}},
 		Spec: corev1.PodSpec{
 			NodeName:       node,
-			InitContainers: []corev1.Container{{Name: "nccl-tcpxo-installer", Image: image}},
+			InitContainers: []corev1.Container{{Name: daemonSet, Image: image}},
 			Containers:     []corev1.Container{{Name: "pause", Image: "gke.gcr.io/pause:3.8"}},
 		},
 	}

@@ -159,7 +159,7 @@ func (s *NodeSimulator) registerNodes(ctx context.Context, n int) error {
 			InstanceTypeLabel:        InstanceType,
 			NodePoolLabel:            NodePool,
 			"kubernetes.io/hostname": name,
-		}); err != nil {
+		}, ""); err != nil {
 			return err
 		}
 		s.mu.Lock()
@@ -169,9 +169,10 @@ func (s *NodeSimulator) registerNodes(ctx context.Context, n int) error {
 	return nil
 }
 
-// registerNode creates a Ready GPU node with labels, its kubelet endpoint
-// the simulator's log server, and records its labels for bind.
-func (s *NodeSimulator) registerNode(ctx context.Context, name string, labels map[string]string) error {
+// registerNode creates a Ready GPU node with labels and the kubelet version
+// kubelet ("" for none), its kubelet endpoint the simulator's log server,
+// and records its labels for bind.
+func (s *NodeSimulator) registerNode(ctx context.Context, name string, labels map[string]string, kubelet string) error {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 	created, err := s.kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if err != nil {
@@ -194,6 +195,7 @@ func (s *NodeSimulator) registerNode(ctx context.Context, name string, labels ma
 		// simulated node's is the simulator's log server (serveLogs).
 		Addresses:       []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}},
 		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: s.kubeletPort}},
+		NodeInfo:        corev1.NodeSystemInfo{KubeletVersion: kubelet},
 	}
 	if _, err := s.kube.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 		return err

@@ -24,6 +24,12 @@ type Pool struct {
 	InstanceType, Accelerator string
 	// Nodes is how many nodes the pool has (at least 1).
 	Nodes int
+	// KubeletVersion is what the nodes' status reports, as GKE's kubelets
+	// do (v1.33.5-gke.1200000); "" reports none.
+	KubeletVersion string
+	// Labels are further node labels (a managed DRANET pool's
+	// cloud.google.com/gke-networking-dra-driver=true).
+	Labels map[string]string
 }
 
 // InstanceTypeLabel is the label that names a node's machine type.
@@ -45,12 +51,14 @@ func (s *NodeSimulator) AddPool(ctx context.Context, p Pool) ([]string, error) {
 	var names []string
 	for i := range p.Nodes {
 		name := fmt.Sprintf("gke-%s-%d", p.Name, i)
-		if err := s.registerNode(ctx, name, map[string]string{
+		labels := map[string]string{
 			AcceleratorLabel:         p.Accelerator,
 			InstanceTypeLabel:        p.InstanceType,
 			NodePoolLabel:            p.Name,
 			"kubernetes.io/hostname": name,
-		}); err != nil {
+		}
+		maps.Copy(labels, p.Labels)
+		if err := s.registerNode(ctx, name, labels, p.KubeletVersion); err != nil {
 			return names, err
 		}
 		names = append(names, name)
