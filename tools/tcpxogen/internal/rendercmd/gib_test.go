@@ -82,7 +82,9 @@ func TestRenderRDMARefuses(t *testing.T) {
 		{"no machine type", []string{"--interfaces", validRDMA}, "--machine-type is required with --fabric gib"},
 		{"an A3 Mega machine type", []string{"--machine-type", "a3-megagpu-8g", "--interfaces", validRDMA}, "not served by the gIB fabric"},
 		{"TCPXO's profile", []string{"--machine-type", "a4-highgpu-8g", "--interfaces", validRDMA, "--profile", "simple"}, "drop --profile"},
-		{"from the cluster", []string{"--machine-type", "a4-highgpu-8g", "--from-cluster"}, "--from-cluster does not read gIB pools yet"},
+		{"discovered and given", []string{"--machine-type", "a4-highgpu-8g", "--from-cluster", "--interfaces", validRDMA}, "give the mapping once: --from-cluster discovers it"},
+		{"discovered without a machine type", []string{"--from-cluster"}, "--machine-type is required with --fabric gib"},
+		{"discovered from no kubeconfig", []string{"--machine-type", "a4-highgpu-8g", "--from-cluster", "--kubeconfig", "no-such-kubeconfig"}, "--from-cluster: kubeconfig no-such-kubeconfig"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, stderr := render(t, append([]string{"runtime", "--fabric", "gib"}, tc.args...)...)

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -70,15 +71,15 @@ func run(ctx context.Context, args []string, s cli.Streams) error {
 
 func renderRuntime(ctx context.Context, args []string, s cli.Streams) error {
 	fs := cli.NewFlags("render runtime", "render runtime (--interfaces eth1=NET,...,eth8=NET | --values FILE | --from-cluster [--kubeconfig F] [--context C]) [--node-selector k=v[,k=v]]... [--toleration key[=value]:Effect]... [--worker-image REF] [--profile default|simple] [-o yaml|json]\n"+
-		"       render runtime --fabric gib --machine-type a3-ultragpu-8g|a4-highgpu-8g (--interfaces eth2=NET,...,eth9=NET[,eth1=NET] | --values FILE) [--node-selector k=v]... [--toleration key[=value]:Effect]... [--worker-image REF] [-o yaml|json]\n\n"+
-		"--from-cluster reads the mapping as tcpxogen discover does, from the nodes the runtime selects. "+clusterflags.ReadOnlyHelp(access.Discover)+"\n\n"+
+		"       render runtime --fabric gib --machine-type a3-ultragpu-8g|a4-highgpu-8g (--interfaces eth2=NET,...,eth9=NET[,eth1=NET] | --values FILE | --from-cluster [--kubeconfig F] [--context C]) [--node-selector k=v]... [--toleration key[=value]:Effect]... [--worker-image REF] [-o yaml|json]\n\n"+
+		"--from-cluster reads the mapping as tcpxogen discover does, from the nodes the runtime selects (with --fabric gib, the nodes of --machine-type, narrowed by --node-selector). "+clusterflags.ReadOnlyHelp(access.Discover)+"\n\n"+
 		"--fabric gib renders the GPUDirect-RDMA (NCCL/gIB) runtime of one machine type, "+fabric.GIB.RuntimeFor("<machine type>")+": gIB's env differs per machine type (its tuner config), so each machine type has its own runtime.", s)
 	fabricName := fabricFlag(fs)
 	machineType := fs.String("machine-type", "", "with --fabric gib (required): the machine type the runtime is for: "+strings.Join(fabric.GIB.MachineTypeNames(), " or "))
 	root := fs.String("root", "", "repository root whose bom/ to read (default: the checkout around the working directory, else the inputs built into tcpxogen)")
 	ifaces := fs.String("interfaces", "", "GPU-NIC to GKE Network mapping: eth1=<network>,...,eth8=<network> (required unless --values or --from-cluster)")
 	values := fs.String("values", "", "YAML file with tcpxoInterfaces: [{interfaceName, network}, ...]")
-	fromCluster := fs.Bool("from-cluster", false, "discover the mapping from the cluster's A3 Mega nodes (tcpxogen discover) and render for it")
+	fromCluster := fs.Bool("from-cluster", false, "discover the mapping from the cluster's A3 Mega nodes (with --fabric gib, the --machine-type nodes' RDMA networks; tcpxogen discover) and render for it")
 	kubeconfigPath := fs.String("kubeconfig", "", "with --from-cluster: kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the pod's service account)")
 	kubeContext := fs.String("context", "", "with --from-cluster: kubeconfig context (default: the current context)")
 	selectors := fs.StringArray("node-selector", nil, nodeSelectorHelp)
@@ -96,20 +97,33 @@ func renderRuntime(ctx context.Context, args []string, s cli.Streams) error {
 	if err != nil {
 		return cli.BadInput("--fabric: %w", err)
 	}
+	if *fromCluster && (*ifaces != "" || *values != "") {
+		return cli.BadInput("give the mapping once: --from-cluster discovers it, so drop --interfaces and --values")
+	}
 	if f.Name == fabric.GIB.Name {
-		if *fromCluster {
-			return cli.BadInput("--from-cluster does not read gIB pools yet: pass the RDMA networks with --interfaces eth2=NET,...,eth9=NET or --values FILE (kubectl get networks lists them)")
-		}
 		if fs.Changed("profile") {
 			return cli.BadInput("--profile is TCPXO's (the installer's default and simple profiles); the gIB env is the machine type's: drop --profile")
 		}
-		return renderRDMARuntime(s, *root, *machineType, *ifaces, *values, *selectors, *tolerations, *worker, *format)
+		opts, err := rdmaOptions(*machineType, *ifaces, *values, *selectors, *tolerations, *fromCluster)
+		if err != nil {
+			return err
+		}
+		if *fromCluster {
+			// The runtime's own nodes: the machine type's, narrowed by
+			// --node-selector.
+			sel := map[string]string{fabric.InstanceTypeLabel: opts.MachineType}
+			maps.Copy(sel, opts.NodeSelector)
+			found, err := discoverMapping(ctx, f, *kubeconfigPath, *kubeContext, sel)
+			if err != nil {
+				return err
+			}
+			opts.Interfaces = found.Mapping
+			fmt.Fprintf(s.Err, "render: --from-cluster: %s, read from %d nodes\n", found.Interfaces, len(found.Nodes))
+		}
+		return renderRDMARuntime(s, *root, opts, *worker, *format)
 	}
 	if *machineType != "" {
 		return cli.BadInput("--machine-type is for --fabric gib; the TCPXO runtime serves a3-megagpu-8g only")
-	}
-	if *fromCluster && (*ifaces != "" || *values != "") {
-		return cli.BadInput("give the mapping once: --from-cluster discovers it, so drop --interfaces and --values")
 	}
 	opts, err := runtimeOptions(*ifaces, *values, *selectors, *tolerations, *fromCluster)
 	if err != nil {
@@ -117,7 +131,7 @@ func renderRuntime(ctx context.Context, args []string, s cli.Streams) error {
 	}
 	opts.WorkerImage, opts.Profile = *worker, *profile
 	if *fromCluster {
-		found, err := discoverMapping(ctx, *kubeconfigPath, *kubeContext, opts.NodeSelector)
+		found, err := discoverMapping(ctx, fabric.TCPXO, *kubeconfigPath, *kubeContext, opts.NodeSelector)
 		if err != nil {
 			return err
 		}
@@ -261,11 +275,7 @@ func fabricFlag(fs *pflag.FlagSet) *string {
 }
 
 // renderRDMARuntime renders the gIB runtime for one machine type.
-func renderRDMARuntime(s cli.Streams, root, machineType, ifaces, values string, selectors, tolerations []string, worker, format string) error {
-	opts, err := rdmaOptions(machineType, ifaces, values, selectors, tolerations)
-	if err != nil {
-		return err
-	}
+func renderRDMARuntime(s cli.Streams, root string, opts runtimes.RDMAOptions, worker, format string) error {
 	opts.WorkerImage = worker
 	in, err := inputs(root)
 	if err != nil {
@@ -281,7 +291,7 @@ func renderRDMARuntime(s cli.Streams, root, machineType, ifaces, values string, 
 // renderGIBBenchmark prints the gIB benchmark derived from the gIB runtime
 // rendered for the mapping and machine type, and the TrainJob that runs it.
 func renderGIBBenchmark(s cli.Streams, root, machineType, ifaces, values string, selectors, tolerations []string, format string, o benchmark.Overrides) error {
-	opts, err := rdmaOptions(machineType, ifaces, values, selectors, tolerations)
+	opts, err := rdmaOptions(machineType, ifaces, values, selectors, tolerations, false)
 	if err != nil {
 		return err
 	}
@@ -308,8 +318,9 @@ func renderGIBBenchmark(s cli.Streams, root, machineType, ifaces, values string,
 }
 
 // rdmaOptions reads the gIB render flags: the machine type and the
-// mapping, required, and the node selection.
-func rdmaOptions(machineType, ifaces, values string, selectors, tolerations []string) (runtimes.RDMAOptions, error) {
+// mapping, required (unless fromCluster: discovered once the flags are
+// read), and the node selection.
+func rdmaOptions(machineType, ifaces, values string, selectors, tolerations []string, fromCluster bool) (runtimes.RDMAOptions, error) {
 	if machineType == "" {
 		return runtimes.RDMAOptions{}, cli.BadInput("--machine-type is required with --fabric gib: one of %s (gIB's env differs per machine type)", strings.Join(fabric.GIB.MachineTypeNames(), ", "))
 	}
@@ -318,6 +329,7 @@ func rdmaOptions(machineType, ifaces, values string, selectors, tolerations []st
 	switch {
 	case ifaces != "" && values != "":
 		return opts, cli.BadInput("give the mapping once: --interfaces or --values, not both")
+	case fromCluster:
 	case values != "":
 		data, rerr := inputfile.Read(values, inputfile.Spec{What: "--values", Max: inputfile.MaxData})
 		if rerr != nil {
@@ -551,7 +563,7 @@ func cudaNote(p facts.Facts) string {
 // discoverMapping reads the mapping from the nodes the runtime will select
 // (its node selector as a label selector; the A3 Mega accelerator label by
 // default), exactly as discover does, under discover's permissions.
-func discoverMapping(ctx context.Context, kubeconfigPath, kubeContext string, nodeSelector map[string]string) (cluster.Found, error) {
+func discoverMapping(ctx context.Context, f fabric.Fabric, kubeconfigPath, kubeContext string, nodeSelector map[string]string) (cluster.Found, error) {
 	c, err := cluster.Connect(access.Discover, kubeconfigPath, kubeContext, "")
 	if _, bad := errors.AsType[*kubeconfig.InputError](err); bad {
 		return cluster.Found{}, cli.BadInput("--from-cluster: %w", err)
@@ -563,7 +575,7 @@ func discoverMapping(ctx context.Context, kubeconfigPath, kubeContext string, no
 	if len(nodeSelector) > 0 {
 		selector = labels.SelectorFromSet(nodeSelector).String()
 	}
-	found, err := cluster.RunDiscover(ctx, c, fabric.TCPXO, selector)
+	found, err := cluster.RunDiscover(ctx, c, f, selector)
 	if err != nil {
 		return found, fmt.Errorf("--from-cluster: %w; nothing rendered", err)
 	}
