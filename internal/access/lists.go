@@ -17,7 +17,19 @@ const (
 	groupAdmission   = "admissionregistration.k8s.io"
 	groupTrainer     = "trainer.kubeflow.org"
 	groupGKENetworks = "networking.gke.io"
+	groupResource    = "resource.k8s.io"
 )
+
+// dranet are the reads that tell a managed DRANET pool by what its driver
+// publishes (validators/cluster ReadDRANET): the DeviceClass GKE creates for
+// it, whose selectors name the driver, and the ResourceSlices, in which the
+// driver lists each node's devices.
+var dranet = []Rule{
+	{Verbs: []string{"get"}, Group: groupResource, Resource: "deviceclasses", ResourceNames: []string{fabric.DRANETDeviceClass}, Scope: ClusterWide,
+		For: "read managed DRANET's DeviceClass, whose selectors name its driver"},
+	{Verbs: []string{"list"}, Group: groupResource, Resource: "resourceslices", Scope: ClusterWide,
+		For: "find the target nodes DRANET's driver publishes devices on, which no multi-network runtime may use"},
+}
 
 // trainerCRDs are the CRDs validate reads by name to tell whether Kubeflow
 // Trainer is installed (lifecycle's trainer parts) and whose schema it
@@ -54,6 +66,7 @@ var Validate = List{
 			For: "find the trainer's and JobSet's controller Deployments, in whatever namespace they run"},
 		{Verbs: []string{"list"}, Group: groupCore, Resource: "nodes", Scope: ClusterWide,
 			For: "check the GPU pool is one homogeneous A3 Mega pool on the recipe's networks, and each node's GPU-NIC topology"},
+		dranet[0], dranet[1],
 		{Verbs: []string{"list"}, Group: groupGKENetworks, Resource: "networks", Scope: ClusterWide,
 			For: "check the recipe's GPU-NIC Networks are Ready Device networks (as check cluster does)"},
 		{Verbs: []string{"list"}, Group: groupGKENetworks, Resource: "gkenetworkparamsets", Scope: ClusterWide,
@@ -121,11 +134,12 @@ func shippedRuntimes() []string {
 	return out
 }
 
-// readNetworks are what `discover` reads: the GPU nodes and GKE's
-// multi-network objects.
+// readNetworks are what `discover` reads: the GPU nodes, whether managed
+// DRANET serves them, and GKE's multi-network objects.
 var readNetworks = []Rule{
 	{Verbs: []string{"list"}, Group: groupCore, Resource: "nodes", Scope: ClusterWide,
 		For: "read the GPU nodes: their advertised networks and NIC annotations"},
+	dranet[0], dranet[1],
 	{Verbs: []string{"list"}, Group: groupGKENetworks, Resource: "networks", Scope: ClusterWide,
 		For: "read GKE's multi-network Networks (the GPU-NIC networks)"},
 	{Verbs: []string{"list"}, Group: groupGKENetworks, Resource: "gkenetworkparamsets", Scope: ClusterWide,

@@ -51,6 +51,17 @@ type MachineType struct {
 }
 
 // Node labels that identify a machine.
+// DRANETLabel is the label GKE sets on the nodes of a pool set up for
+// managed DRANET (value "true"), and DRANETDeviceClass the DeviceClass its
+// RDMA NICs are claimed through (Google's managed DRANET documentation, and
+// its nccl-test-managed-rdma.yaml in container-engine-accelerators'
+// gpudirect-rdma/). DRANET is the other attachment mode of the RDMA NICs,
+// exclusive with the multi-network Device networks every fabric here uses.
+const (
+	DRANETLabel       = "cloud.google.com/gke-networking-dra-driver"
+	DRANETDeviceClass = "mrdma.google.com"
+)
+
 const (
 	// InstanceTypeLabel decides the fabric: the accelerator label alone
 	// cannot tell A3 High from A3 Edge (both nvidia-h100-80gb).

@@ -85,7 +85,9 @@ func TestReadsAreDeclared(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name)}, Spec: trainer.TrainJobSpec{RuntimeRef: ref}}
 	}
 	objects := map[string]any{
-		"/api/v1/nodes": map[string]any{"kind": "NodeList", "apiVersion": "v1", "items": []any{}},
+		// One A3 Mega node: a pool to judge, so every read is made (the
+		// DRANET reads too).
+		"/api/v1/nodes": map[string]any{"kind": "NodeList", "apiVersion": "v1", "items": labelled(pool(t, 1, a3Mega(vpcs(8))), "a3-megagpu-8g", "")},
 		"/api/v1/namespaces/" + names.ComponentsNamespace + "/pods":                    map[string]any{"kind": "PodList", "apiVersion": "v1", "items": []any{}},
 		"/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes/" + names.Runtime: rt,
 		"/apis/trainer.kubeflow.org/v1alpha1/trainjobs": map[string]any{"kind": "TrainJobList", "apiVersion": trainer.GroupVersion.String(), "metadata": map[string]any{}, "items": []trainer.TrainJob{
@@ -103,6 +105,8 @@ func TestReadsAreDeclared(t *testing.T) {
 		"GET /api/v1/namespaces/team-a/configmaps/train-runtime-snapshot",
 		"GET /api/v1/namespaces/bench/configmaps/nccl-runtime-snapshot",
 		"GET /apis/trainer.kubeflow.org/v1alpha1/namespaces/bench/trainingruntimes/" + names.Benchmark,
+		"GET /apis/resource.k8s.io/v1/deviceclasses/" + DRANETDeviceClass,
+		"GET /apis/resource.k8s.io/v1/resourceslices",
 	} {
 		if !slices.Contains(srv.seen, want) {
 			t.Errorf("check cluster did not read %s; it read:\n%s", want, strings.Join(srv.seen, "\n"))
@@ -113,6 +117,9 @@ func TestReadsAreDeclared(t *testing.T) {
 	srv = &apiServer{t: t, objects: objects}
 	if _, _, err := RunCheck(context.Background(), guardedClients(t, srv, access.Validate), fabric.TCPXO, DefaultNodeSelector, names.ComponentsNamespace, expect(t)); err != nil {
 		t.Fatalf("validate's cluster check under validate's list: %v", err)
+	}
+	if !slices.Contains(srv.seen, "GET /apis/resource.k8s.io/v1/resourceslices") {
+		t.Errorf("validate's cluster check did not look for DRANET's devices; it read:\n%s", strings.Join(srv.seen, "\n"))
 	}
 	for _, s := range srv.seen {
 		if strings.Contains(s, "trainjobs") || strings.Contains(s, "configmaps") {

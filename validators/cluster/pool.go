@@ -41,6 +41,12 @@ func NodeSelectorFor(f fabric.Fabric) string {
 // nodes is not its to judge (Discover and Check name it); it returns the
 // zero MachineType then.
 func CheckPool(nodes []corev1.Node, f fabric.Fabric) (fabric.MachineType, error) {
+	return CheckPoolWith(nodes, f, nil)
+}
+
+// CheckPoolWith is CheckPool that also refuses the nodes managed DRANET's
+// driver publishes devices on (ReadDRANET), as the ones labelled for it.
+func CheckPoolWith(nodes []corev1.Node, f fabric.Fabric, bySlices DRANETSlices) (fabric.MachineType, error) {
 	if len(nodes) == 0 {
 		return fabric.MachineType{}, nil
 	}
@@ -89,22 +95,18 @@ func CheckPool(nodes []corev1.Node, f fabric.Fabric) (fabric.MachineType, error)
 			dranet = append(dranet, n.Name)
 		}
 	}
-	if len(dranet) > 0 {
-		return fabric.MachineType{}, fmt.Errorf("%w: %s (%s) %s labelled %s=true: %s node pool is set up for GKE's managed DRANET, which attaches the NICs to pods through ResourceClaims (DeviceClass %s). DRANET and Device-type multi-networking are mutually exclusive attachment modes on the same NICs (Google: do not use both on the same NICs), and --fabric %s's runtime attaches them through multi-network Device Networks, so its pods would get no fabric NICs there: use a node pool without DRANET for the multi-network runtimes (select it with --node-selector), or run DRANET-native workloads, which claim the NICs through %s ResourceClaims, on this one",
-			ErrPool, nodeCount(len(dranet)), listNodes(dranet), verb(len(dranet), "is", "are"), DRANETLabel, verb(len(dranet), "its", "their"), DRANETDeviceClass, f.Name, DRANETDeviceClass)
+	if err := dranetError(f, dranet, bySlices); err != nil {
+		return fabric.MachineType{}, err
 	}
 	m, _ := f.MachineType(mt)
 	return m, nil
 }
 
-// DRANETLabel is the label GKE sets on the nodes of a pool set up for
-// managed DRANET (value "true"), and DRANETDeviceClass the DeviceClass its
-// RDMA NICs are claimed through (Google's managed DRANET documentation, and
-// its nccl-test-managed-rdma.yaml in container-engine-accelerators'
-// gpudirect-rdma/).
+// DRANETLabel and DRANETDeviceClass are managed DRANET's node label and
+// DeviceClass (internal/fabric, with their sources).
 const (
-	DRANETLabel       = "cloud.google.com/gke-networking-dra-driver"
-	DRANETDeviceClass = "mrdma.google.com"
+	DRANETLabel       = fabric.DRANETLabel
+	DRANETDeviceClass = fabric.DRANETDeviceClass
 )
 
 func nodeCount(n int) string {

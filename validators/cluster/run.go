@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 )
@@ -28,11 +30,8 @@ type Found struct {
 // would have to guess, and names each mapped network whose Network or
 // GKENetworkParamSet is missing, not Device, or not Ready.
 func RunDiscover(ctx context.Context, c *Clients, f fabric.Fabric, selector string) (Found, error) {
-	nodes, err := ReadNodes(ctx, c, selector)
+	nodes, _, err := ReadPool(ctx, c, f, selector)
 	if err != nil {
-		return Found{}, err
-	}
-	if _, err := CheckPool(nodes, f); err != nil {
 		return Found{}, err
 	}
 	d, err := discover(nodes, wordsFor(f))
@@ -50,6 +49,23 @@ func RunDiscover(ctx context.Context, c *Clients, f fabric.Fabric, selector stri
 	return found, nil
 }
 
+// ReadPool reads the target nodes (selector) and what says whether managed
+// DRANET serves them (ReadDRANET), and judges them as a pool of fabric f
+// (CheckPoolWith). No nodes is not its to judge: it returns them and the
+// zero MachineType.
+func ReadPool(ctx context.Context, c *Clients, f fabric.Fabric, selector string) ([]corev1.Node, fabric.MachineType, error) {
+	nodes, err := ReadNodes(ctx, c, selector)
+	if err != nil || len(nodes) == 0 {
+		return nodes, fabric.MachineType{}, err
+	}
+	dranet, err := ReadDRANET(ctx, c, nodes)
+	if err != nil {
+		return nil, fabric.MachineType{}, err
+	}
+	mt, err := CheckPoolWith(nodes, f, dranet)
+	return nodes, mt, err
+}
+
 // RunCheck reads the target nodes (selector), judges them as a pool of
 // fabric f (CheckPool: a refusal there is the error, and nothing else is
 // judged), then reads the rest and judges it (Check) with want's fabric and
@@ -57,11 +73,7 @@ func RunDiscover(ctx context.Context, c *Clients, f fabric.Fabric, selector stri
 // type than the pool's is refused (ErrPool) before anything else. A node
 // the selector does not match is not read.
 func RunCheck(ctx context.Context, c *Clients, f fabric.Fabric, selector, namespace string, want Expect) ([]Finding, State, error) {
-	nodes, err := ReadNodes(ctx, c, selector)
-	if err != nil {
-		return nil, State{}, err
-	}
-	mt, err := CheckPool(nodes, f)
+	nodes, mt, err := ReadPool(ctx, c, f, selector)
 	if err != nil {
 		return nil, State{}, err
 	}
