@@ -92,6 +92,9 @@ func (o *RDMAOptions) defaults(in *Inputs) (fabric.MachineType, error) {
 	if !ok {
 		return m, fmt.Errorf("machine type %q is not served by the gIB fabric: use one of %s", o.MachineType, strings.Join(fabric.GIB.MachineTypeNames(), ", "))
 	}
+	if err := checkAim(fabric.GIB.RuntimeFor(m.Name), fabric.GIB, []fabric.MachineType{m}, o.NodeSelector); err != nil {
+		return m, err
+	}
 	if o.WorkerImage != "" {
 		if _, err := bom.ParsePinned(o.WorkerImage); err != nil {
 			return m, fmt.Errorf("worker image is not pinned by digest: %w", err)

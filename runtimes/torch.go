@@ -14,6 +14,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
@@ -108,6 +109,9 @@ func (o *Options) defaults(in *Inputs) error {
 	}
 	if o.NodeSelector == nil {
 		o.NodeSelector = map[string]string{AcceleratorLabel: AcceleratorValue}
+	}
+	if err := checkAim(names.Runtime, fabric.TCPXO, fabric.TCPXO.MachineTypes, o.NodeSelector); err != nil {
+		return err
 	}
 	if o.WorkerImage == "" {
 		o.WorkerImage = in.BOM.Images.Worker.Reference

@@ -113,6 +113,12 @@ var Unserved = map[string]string{
 	"a3-edgegpu-8g": "A3 Edge uses GPUDirect-TCPX (4 GPU NICs), which tcpxogen does not serve",
 }
 
+// UnservedAccelerators are the accelerator labels of Unserved's machine
+// types: A3 High and A3 Edge share nvidia-h100-80gb.
+var UnservedAccelerators = map[string]string{
+	"nvidia-h100-80gb": "A3 High and A3 Edge use GPUDirect-TCPX (4 GPU NICs), which tcpxogen does not serve",
+}
+
 // Fabrics lists every fabric, the default (TCPXO) first.
 func Fabrics() []Fabric { return []Fabric{TCPXO, GIB} }
 

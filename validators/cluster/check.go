@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/internal/fabric"
@@ -184,7 +186,69 @@ func Check(st State, want Expect) []Finding {
 		out = append(out, checkMachineFloor(nodes, want)...)
 	}
 	if st.Runtime != nil {
+		out = append(out, checkPlacement(nodes, st.Runtime)...)
 		out = append(out, webhookFindings(st.Runtime)...)
+	}
+	return out
+}
+
+// checkPlacement holds the deployed runtime's node pods to the pool: they
+// must be able to land on its nodes, by the node selector and required node
+// affinity as the scheduler's filter reads them (component-helpers'
+// nodeaffinity). A runtime aimed at other machines (the TCPXO runtime
+// rendered for A3 Ultra's accelerator, a gIB runtime for A3 Mega) runs
+// none of its pods on this pool, and on the machines it selects its pods
+// find none of the fabric's NICs.
+func checkPlacement(nodes []corev1.Node, u *unstructured.Unstructured) []Finding {
+	finding := func(l Level, format string, a ...any) []Finding {
+		return []Finding{{Level: l, Check: "runtime-placement", Message: fmt.Sprintf(format, a...)}}
+	}
+	rt := &trainer.ClusterTrainingRuntime{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, rt); err != nil {
+		return finding(Fail, "ClusterTrainingRuntime %s does not decode as the trainer's type: %v", u.GetName(), err)
+	}
+	tpl, err := wiring.RuntimePodTemplate(rt, runtimes.NodeContainer)
+	if err != nil {
+		return finding(Fail, "ClusterTrainingRuntime %s: %v", rt.Name, err)
+	}
+	required := nodeaffinity.GetRequiredNodeAffinity(&corev1.Pod{Spec: tpl.Spec})
+	var off []string
+	for i := range nodes {
+		ok, err := required.Match(&nodes[i])
+		if err != nil {
+			return finding(Fail, "the deployed %s's required node affinity does not parse: %v", rt.Name, err)
+		}
+		if !ok {
+			off = append(off, nodes[i].Name)
+		}
+	}
+	w := wiring.Of(tpl, runtimes.NodeContainer)
+	switch {
+	case len(off) == len(nodes):
+		return finding(Fail, "the deployed %s selects none of the %s (node selector %s, required node affinity %s): its pods run on other machines, where the fabric's NICs are not; redeploy it as tcpxogen render runtime prints it for this pool",
+			rt.Name, nodeCount(len(nodes)), orNone(selectorTerms(w.NodeSelector)), orNone(termSummaries(w.NodeAffinity)))
+	case len(off) > 0:
+		return finding(Warn, "the deployed %s's pods cannot land on %s (%s) of the target nodes: its node selector or affinity excludes them", rt.Name, nodeCount(len(off)), listNodes(off))
+	}
+	return finding(OK, "the deployed %s's pods can land on every target node", rt.Name)
+}
+
+func selectorTerms(sel map[string]string) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(sel)) {
+		out = append(out, k+"="+sel[k])
+	}
+	return out
+}
+
+func termSummaries(terms []corev1.NodeSelectorTerm) []string {
+	var out []string
+	for _, t := range terms {
+		var reqs []string
+		for _, r := range t.MatchExpressions {
+			reqs = append(reqs, fmt.Sprintf("%s %s %s", r.Key, r.Operator, strings.Join(r.Values, ",")))
+		}
+		out = append(out, strings.Join(reqs, " and "))
 	}
 	return out
 }

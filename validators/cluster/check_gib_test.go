@@ -237,3 +237,28 @@ func st0ParamSet(t *testing.T) string {
 	t.Helper()
 	return rdmaParamSets(t).ParamSets[3].Name
 }
+
+// A deployed runtime aimed at other machines (rendered before render
+// refused it, or edited) runs none of its pods on the pool: the TCPXO
+// runtime selecting A3 Ultra's accelerator on an A3 Mega pool, the A4 gIB
+// runtime deployed where the A3 Ultra one belongs.
+func TestCheckDeployedRuntimeAimedElsewhere(t *testing.T) {
+	want := expect(t)
+	st := withNetworks(t, healthyState(t, want, func() []hostNIC { return a3Mega(vpcs(8)) }, "n0", "n1"), vpcs(8))
+	rt := shippedRuntime(t)
+	rt.Spec.Template.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.NodeSelector = map[string]string{fabric.AcceleratorLabel: "nvidia-h200-141gb"}
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Runtime = &unstructured.Unstructured{Object: u}
+	has(t, Check(st, want), Fail, "runtime-placement", "the deployed torch-distributed-tcpxo selects none of the 2 nodes (node selector cloud.google.com/gke-accelerator=nvidia-h200-141gb")
+
+	ultra := gibExpect(t, "a3-ultragpu-8g")
+	gst := healthyGIB(t, ultra, "v1.33.5-gke.1200000", "n0", "n1")
+	gst.Runtime = deployedRuntime(t, gibExpect(t, "a4-highgpu-8g"), googleMapping, nil)
+	has(t, Check(gst, ultra), Fail, "runtime-placement", "selects none of the 2 nodes", "node.kubernetes.io/instance-type In a4-highgpu-8g")
+
+	// The shipped runtime lands on its own pool.
+	has(t, Check(healthyGIB(t, ultra, "v1.33.5-gke.1200000", "n0"), ultra), OK, "runtime-placement", "can land on every target node")
+}

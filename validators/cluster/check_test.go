@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 )
@@ -38,6 +39,8 @@ func healthyState(t *testing.T, want Expect, nics func() []hostNIC, nodes ...str
 	st := State{DaemonImages: []string{want.BOM.Images.Daemon.Reference}}
 	for _, n := range nodes {
 		node := gkeNode(t, n, nics())
+		// As GKE labels an A3 Mega node: the shipped runtime selects it.
+		node.Labels = map[string]string{fabric.InstanceTypeLabel: "a3-megagpu-8g", fabric.AcceleratorLabel: "nvidia-h100-mega-80gb"}
 		node.Status.NodeInfo.KubeletVersion = "v1.33.5-gke.1200000"
 		st.Nodes = append(st.Nodes, node)
 		st.InstallerPods = append(st.InstallerPods, installerPod(n, want.BOM.Images.Installer.Reference))
