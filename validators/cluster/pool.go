@@ -78,7 +78,11 @@ func CheckPoolWith(nodes []corev1.Node, f fabric.Fabric, bySlices DRANETSlices) 
 		for _, mt := range types {
 			parts = append(parts, fmt.Sprintf("%s=%s on %s (%s)", fabric.InstanceTypeLabel, mt, nodeCount(len(byType[mt])), listNodes(byType[mt])))
 		}
-		return fabric.MachineType{}, fmt.Errorf("%w: the target nodes mix machine types: %s; a fabric's runtime serves one machine type's pool, so select one pool with --node-selector", ErrPool, strings.Join(parts, "; "))
+		var sels []string
+		for _, mt := range types {
+			sels = append(sels, "--node-selector "+fabric.InstanceTypeLabel+"="+mt)
+		}
+		return fabric.MachineType{}, fmt.Errorf("%w: the target nodes mix machine types: %s; a fabric's runtime serves one machine type's pool, so select one pool with --node-selector (%s)", ErrPool, strings.Join(parts, "; "), strings.Join(sels, ", or "))
 	}
 	mt, on := types[0], byType[types[0]]
 	served, err := fabric.ForMachineType(mt)
