@@ -190,11 +190,6 @@ func wordsFor(f fabric.Fabric) nicWords {
 // hyphenated is w.nic as an adjective ("GPU-NIC networks").
 func (w nicWords) hyphenated() string { return strings.ReplaceAll(w.nic, " ", "-") }
 
-// Mapping derives the node's own GPU-NIC mapping: each of the eight GPU
-// NICs eth1..eth8 carries exactly one of the networks it advertises. Any
-// other shape is refused, with what the node has.
-func (n NodeNICs) Mapping() (interfaces.Mapping, error) { return n.mapping(tcpxoWords) }
-
 // mapping derives the node's own mapping in w's layout: each of the
 // layout's required NICs carries exactly one of the networks the node
 // advertises, each optional NIC at most one, and no advertised network sits

@@ -109,18 +109,6 @@ func list[T any](ctx context.Context, c *Clients, resource string, into *[]T) er
 	return nil
 }
 
-// NetworkProblems names each mapped network whose objects are missing, not
-// of Device type (the GPU NICs are Device networks: GKE's A3 Mega
-// instructions create them with type: Device), or not Ready, with its
-// GKENetworkParamSet.
-func NetworkProblems(want []string, have Networks) []string {
-	ws := make([]wantNetwork, len(want))
-	for i, name := range want {
-		ws[i] = wantNetwork{name: name}
-	}
-	return networkProblems(ws, have)
-}
-
 // wantNetwork is one mapped network, with the deviceMode its
 // GKENetworkParamSet must have ("" for any) and the interface that needs
 // it.
