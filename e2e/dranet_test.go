@@ -1,0 +1,115 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	networkv1 "github.com/GoogleCloudPlatform/gke-networking-api/apis/network/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/e2e/harness"
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
+)
+
+// TestDRANETByItsDriversDevices: a managed DRANET pool whose nodes carry no
+// DRANET label is still told apart, by what the cluster itself says: the
+// DeviceClass mrdma.google.com (the name Google's managed DRANET
+// documentation and nccl-test-managed-rdma.yaml use) selects a driver in
+// its CEL selector, and that driver publishes devices in ResourceSlices on
+// the pool's nodes. discover, render runtime --from-cluster and check
+// cluster refuse the pool naming DRANET, the nodes and the driver, through
+// the real API server's resource.k8s.io/v1 validation of both objects. The
+// driver name is made up: Google does not publish it, and tcpxogen reads
+// it from the DeviceClass.
+func TestDRANETByItsDriversDevices(t *testing.T) {
+	ctx := context.Background()
+	const driver = "mrdma.dranet.example.com"
+	mt := fabric.GIB.MachineTypes[0]
+	pool := harness.Pool{Name: "dranet", InstanceType: mt.Name, Accelerator: mt.Accelerator, Nodes: 2, KubeletVersion: "v1.34.1-gke.1829001"}
+	nodes, err := cp.Nodes.AddPool(ctx, pool)
+	t.Cleanup(func() {
+		if err := cp.Nodes.RemovePool(context.Background(), pool.Name); err != nil {
+			t.Errorf("removing pool %s: %v", pool.Name, err)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdma := []string{"dranet-rdma-0", "dranet-rdma-1", "dranet-rdma-2", "dranet-rdma-3", "dranet-rdma-4", "dranet-rdma-5", "dranet-rdma-6", "dranet-rdma-7"}
+	if err := cp.AttachNetworksOf(ctx, networkv1.RDMA, rdma); err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.MarkNetworksReady(ctx, rdma); err != nil {
+		t.Fatal(err)
+	}
+	b, _, _, err := bom.LoadEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		if err := cp.SetNodeNICs(ctx, n, harness.RDMANICs("", rdma)); err != nil {
+			t.Fatal(err)
+		}
+		if err := cp.SetInstallerPodOf(ctx, fabric.GIB.InstallerDaemonSet, n, b.Images.GIBInstaller.Reference); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, n := range nodes {
+			if err := cp.Kube.CoreV1().Pods("kube-system").Delete(context.Background(), fabric.GIB.InstallerDaemonSet+"-"+n, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("deleting the installer pod of %s: %v", n, err)
+			}
+		}
+	})
+	selector := "cloud.google.com/gke-nodepool=" + pool.Name
+	discover := []string{"discover", "--fabric", "gib", "--node-selector", selector}
+
+	// Without DRANET's objects the pool is a gIB pool.
+	if code, out, errs := runCLI(t, discover...); code != 0 || !strings.HasPrefix(out, "eth2=dranet-rdma-0,") {
+		t.Fatalf("discover on the pool before DRANET: exit %d, %q\n%s", code, out, errs)
+	}
+
+	resource := cp.Kube.ResourceV1()
+	class := &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: fabric.DRANETDeviceClass}, Spec: resourcev1.DeviceClassSpec{
+		Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{Expression: `device.driver == "` + driver + `"`}}}}}
+	if _, err := resource.DeviceClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := resource.DeviceClasses().Delete(context.Background(), class.Name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting DeviceClass %s: %v", class.Name, err)
+		}
+	})
+	slice := &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: nodes[1] + "-mrdma"}, Spec: resourcev1.ResourceSliceSpec{
+		Driver: driver, NodeName: ptr.To(nodes[1]), Pool: resourcev1.ResourcePool{Name: nodes[1], Generation: 1, ResourceSliceCount: 1},
+		Devices: []resourcev1.Device{{Name: "mrdma0"}, {Name: "mrdma1"}}}}
+	if _, err := resource.ResourceSlices().Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := resource.ResourceSlices().Delete(context.Background(), slice.Name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting ResourceSlice %s: %v", slice.Name, err)
+		}
+	})
+	want := []string{"1 node (" + nodes[1] + ") publishes devices of " + driver + ", the driver DeviceClass " + fabric.DRANETDeviceClass + " selects", "managed DRANET", "mutually exclusive attachment modes"}
+	for _, args := range [][]string{
+		discover,
+		{"render", "runtime", "--fabric", "gib", "--machine-type", mt.Name, "--from-cluster", "--node-selector", "cloud.google.com/gke-nodepool=" + pool.Name},
+		{"check", "cluster", "--fabric", "gib", "--node-selector", selector},
+	} {
+		code, out, errs := runCLI(t, args...)
+		if code != 1 || out != "" {
+			t.Errorf("%v on a DRANET pool: exit %d, stdout %q; want 1 and nothing printed\n%s", args, code, out, errs)
+		}
+		for _, w := range want {
+			if !strings.Contains(errs, w) {
+				t.Errorf("%v does not say %q:\n%s", args, w, errs)
+			}
+		}
+	}
+}
