@@ -12,9 +12,11 @@ import (
 
 	networkv1 "github.com/GoogleCloudPlatform/gke-networking-api/apis/network/v1"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tcpxogen/tcpxogen/bom"
@@ -569,7 +571,11 @@ func TestDiscoverAndCheckClusterGIB(t *testing.T) {
 // and check cluster --fabric gib as ServiceAccounts bound to exactly what
 // `render rbac --for discover|check-cluster` prints: the gIB reads (the
 // RDMA networks, the nccl-rdma-installer pods, the gIB runtime of the
-// pool's machine type) are within them, and both pass.
+// pool's machine type) are within them, and both pass; with any rule they
+// read cut they fail naming it (as TCPXO's runs, issue 25). check
+// cluster's TrainJob check is TCPXO's only (cluster.RunCheckCluster), so
+// the rules granting it (TrainJobs, their snapshot ConfigMaps, the TCPXO
+// benchmark runtime) are held to be unread by --fabric gib instead.
 func TestDiscoverAndCheckClusterGIBUnderTheirRoles(t *testing.T) {
 	ctx := context.Background()
 	start := time.Now()
@@ -590,15 +596,75 @@ func TestDiscoverAndCheckClusterGIBUnderTheirRoles(t *testing.T) {
 		{"check-cluster", []string{"check", "cluster", "--fabric", "gib", "--node-selector", sel}, "check cluster: PASS"},
 	} {
 		t.Run(c.list, func(t *testing.T) {
-			applyRBAC(t, ctx, renderRBAC(t, "--for", c.list, "--namespace", ns))
+			objs := renderRBAC(t, "--for", c.list, "--namespace", ns)
+			applyRBAC(t, ctx, objs)
 			kc := filepath.Join(t.TempDir(), "kubeconfig")
 			if err := cp.ServiceAccountKubeconfig(ctx, ns, "tcpxogen-"+c.list, kc); err != nil {
 				t.Fatal(err)
 			}
 			if code, out, errs := runOffline(t, append(c.args, "--kubeconfig", kc)...); code != 0 || !strings.Contains(out, c.want) {
-				t.Errorf("%s under its own role: exit %d, want 0 and %q\n%s%s", strings.Join(c.args, " "), code, c.want, out, errs)
+				t.Fatalf("%s under its own role: exit %d, want 0 and %q\n%s%s", strings.Join(c.args, " "), code, c.want, out, errs)
+			}
+			eachRuleNeeded(t, ctx, c.list, ns, objs, kc, c.args, func(r rbacv1.PolicyRule) bool {
+				return slices.ContainsFunc(r.Resources, func(res string) bool {
+					return res == "trainjobs" || res == "configmaps" || res == "trainingruntimes"
+				})
+			})
+			if c.list == "check-cluster" {
+				runtimeNameNeeded(t, ctx, ns, objs, kc, c.args, fabric.GIB.RuntimeFor(mt))
 			}
 		})
 	}
 	t.Logf("gIB runs under their roles in %s", time.Since(start).Round(100*time.Millisecond))
+}
+
+// runtimeNameNeeded cuts name alone from the resourceNames of the rule of
+// objs (render rbac --for check-cluster) that grants get
+// clustertrainingruntimes: check cluster (args, run with kc) is refused
+// reading that runtime, and says so; objs are applied again at the end.
+// The role grants the deployed runtimes by name, so a gIB runtime missing
+// from its list would fail every gIB pool's check.
+func runtimeNameNeeded(t *testing.T, ctx context.Context, ns string, objs []*unstructured.Unstructured, kc string, args []string, name string) {
+	t.Helper()
+	cut := renderRBAC(t, "--for", "check-cluster", "--namespace", ns)
+	found := false
+	for _, o := range cut {
+		if o.GetKind() != "ClusterRole" {
+			continue
+		}
+		rs := rules(t, o)
+		for j := range rs {
+			if !slices.Contains(rs[j].Resources, "clustertrainingruntimes") {
+				continue
+			}
+			if !slices.Contains(rs[j].ResourceNames, name) {
+				t.Fatalf("the check-cluster role does not grant %s: %v", name, rs[j].ResourceNames)
+			}
+			rs[j].ResourceNames = slices.DeleteFunc(rs[j].ResourceNames, func(n string) bool { return n == name })
+			found = true
+		}
+		if err := unstructured.SetNestedField(o.Object, toAny(t, rs), "rules"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !found {
+		t.Fatal("the check-cluster role has no rule on clustertrainingruntimes")
+	}
+	applyRBAC(t, ctx, cut)
+	var code int
+	var errs string
+	waited := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
+		code, _, errs = runOffline(t, append(args, "--kubeconfig", kc)...)
+		return code != 0, nil
+	})
+	if code == 0 {
+		t.Errorf("check cluster --fabric gib passed without get on %s (after waiting: %v)", name, waited)
+	}
+	for _, w := range []string{"the API server refused", "reading ClusterTrainingRuntime " + name} {
+		if !strings.Contains(errs, w) {
+			t.Errorf("without get on %s, check cluster does not say %q:\n%s", name, w, errs)
+		}
+	}
+	t.Logf("without get on %s: %s", name, lastLines(errs, 3))
+	applyRBAC(t, ctx, objs)
 }
