@@ -265,7 +265,8 @@ func refusedBoth(t *testing.T, args []string, want ...string) {
 	}
 }
 
-// checkCluster runs check cluster --fabric gib -v on selector.
+// checkClusterGIB runs check cluster --fabric gib -v (every finding,
+// the passing ones too) on the nodes selector selects.
 func checkClusterGIB(t *testing.T, selector string) (int, string, string) {
 	t.Helper()
 	return runCLI(t, "check", "cluster", "--fabric", "gib", "--node-selector", selector, "-v")
