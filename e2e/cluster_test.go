@@ -13,6 +13,9 @@ import (
 	"time"
 
 	networkv1 "github.com/GoogleCloudPlatform/gke-networking-api/apis/network/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -295,45 +298,90 @@ func TestDiscoverAndCheckClusterUnderTheirRoles(t *testing.T) {
 			if code, out, errs := runOffline(t, append(c.args, "--kubeconfig", kc)...); code != 0 {
 				t.Fatalf("%s under its own role: exit %d\n%s%s", c.list, code, out, errs)
 			}
-			for i, o := range objs {
-				if o.GetKind() != "ClusterRole" && o.GetKind() != "Role" {
-					continue
-				}
-				for j := range rules(t, o) {
-					cut := renderRBAC(t, "--for", c.list, "--namespace", ns)
-					role := cut[i]
-					rs := rules(t, role)
-					removed := rs[j]
-					rs = slices.Delete(rs, j, j+1)
-					if err := unstructured.SetNestedField(role.Object, toAny(t, rs), "rules"); err != nil {
-						t.Fatal(err)
-					}
-					applyRBAC(t, ctx, cut)
-					// The authorizer reads roles through informers: poll until the
-					// cut takes effect (and the rule cut before it is back).
-					named := fmt.Sprintf("rule %q of its role", permission(removed))
-					var code int
-					var errs string
-					waited := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
-						code, _, errs = runOffline(t, append(c.args, "--kubeconfig", kc)...)
-						return code != 0 && strings.Contains(errs, named), nil
-					})
-					if code == 0 {
-						t.Errorf("%s passed without %s (after waiting: %v)", c.list, permission(removed), waited)
-						continue
-					}
-					for _, want := range []string{
-						"the API server refused", named,
-						"tcpxogen render rbac --for " + c.list + " --namespace " + ns + " | kubectl apply -f -",
-					} {
-						if !strings.Contains(errs, want) {
-							t.Errorf("without %s, %s does not say %q:\n%s", permission(removed), c.list, want, errs)
-						}
-					}
-					t.Logf("without %s: %s", permission(removed), lastLines(errs, 3))
-				}
-			}
-			applyRBAC(t, ctx, objs)
+			eachRuleNeeded(t, ctx, c.list, ns, objs, kc, c.args, nil)
 		})
 	}
+}
+
+// saAllowed asks the authorizer (a SubjectAccessReview) whether
+// ServiceAccount ns/name may do the first verb of r on its first resource
+// (and first resource name), in namespace (cluster-wide for "").
+func saAllowed(ctx context.Context, ns, name, namespace string, r rbacv1.PolicyRule) (bool, error) {
+	attrs := &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: r.Verbs[0], Group: r.APIGroups[0], Resource: r.Resources[0]}
+	if len(r.ResourceNames) > 0 {
+		attrs.Name = r.ResourceNames[0]
+	}
+	sar, err := cp.Kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:               "system:serviceaccount:" + ns + ":" + name,
+		Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
+		ResourceAttributes: attrs,
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		return false, err
+	}
+	return sar.Status.Allowed, nil
+}
+
+// eachRuleNeeded runs args (the command of render rbac's list) with kc,
+// the kubeconfig of the ServiceAccount objs (render rbac --for list
+// --namespace ns, applied) bind, once with each rule of its roles cut: it
+// fails, naming the missing permission and the command that grants it.
+// A rule unused says the command does not read is instead held to pass
+// without it, once the authorizer denies it. objs are applied again at
+// the end.
+func eachRuleNeeded(t *testing.T, ctx context.Context, list, ns string, objs []*unstructured.Unstructured, kc string, args []string, unused func(rbacv1.PolicyRule) bool) {
+	t.Helper()
+	for i, o := range objs {
+		if o.GetKind() != "ClusterRole" && o.GetKind() != "Role" {
+			continue
+		}
+		for j := range rules(t, o) {
+			cut := renderRBAC(t, "--for", list, "--namespace", ns)
+			role := cut[i]
+			rs := rules(t, role)
+			removed := rs[j]
+			rs = slices.Delete(rs, j, j+1)
+			if err := unstructured.SetNestedField(role.Object, toAny(t, rs), "rules"); err != nil {
+				t.Fatal(err)
+			}
+			applyRBAC(t, ctx, cut)
+			// The authorizer reads roles through informers: poll until the
+			// cut takes effect (and the rule cut before it is back).
+			named := fmt.Sprintf("rule %q of its role", permission(removed))
+			var code int
+			var errs string
+			if unused != nil && unused(removed) {
+				// A pass proves nothing before the cut takes effect: wait
+				// until the authorizer denies the ServiceAccount the rule.
+				if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
+					allowed, err := saAllowed(ctx, ns, "tcpxogen-"+list, role.GetNamespace(), removed)
+					return !allowed, err
+				}); err != nil {
+					t.Fatalf("the cut of %s never took effect: %v", permission(removed), err)
+				}
+				if code, _, errs = runOffline(t, append(args, "--kubeconfig", kc)...); code != 0 {
+					t.Errorf("%s fails without %s, which it does not read:\n%s", strings.Join(args, " "), permission(removed), errs)
+				}
+				continue
+			}
+			waited := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
+				code, _, errs = runOffline(t, append(args, "--kubeconfig", kc)...)
+				return code != 0 && strings.Contains(errs, named), nil
+			})
+			if code == 0 {
+				t.Errorf("%s passed without %s (after waiting: %v)", list, permission(removed), waited)
+				continue
+			}
+			for _, want := range []string{
+				"the API server refused", named,
+				"tcpxogen render rbac --for " + list + " --namespace " + ns + " | kubectl apply -f -",
+			} {
+				if !strings.Contains(errs, want) {
+					t.Errorf("without %s, %s does not say %q:\n%s", permission(removed), list, want, errs)
+				}
+			}
+			t.Logf("without %s: %s", permission(removed), lastLines(errs, 3))
+		}
+	}
+	applyRBAC(t, ctx, objs)
 }
