@@ -242,8 +242,28 @@ func deployDiscovered(t *testing.T, ctx context.Context, mt, selector string) st
 	if code != 0 {
 		t.Fatalf("render runtime --fabric gib --machine-type %s --values (discover's): exit %d\n%s", mt, code, errs)
 	}
+	// --from-cluster is discover and render in one step, from the nodes of
+	// the machine type the runtime selects.
+	code, fromCluster, errs := runCLI(t, "render", "runtime", "--fabric", "gib", "--machine-type", mt, "--from-cluster", "--node-selector", selector)
+	if code != 0 || !strings.Contains(errs, "render: --from-cluster: ") {
+		t.Fatalf("render runtime --fabric gib --from-cluster: exit %d\n%s", code, errs)
+	}
+	if withSelector, err := renderWithSelector(t, mt, file, selector); err != nil || fromCluster != withSelector {
+		t.Errorf("render runtime --fabric gib --from-cluster differs from discover -o values rendered with the same --node-selector (%v)", err)
+	}
 	applyRuntimeYAML(t, ctx, []byte(rendered))
 	return vals
+}
+
+// renderWithSelector renders mt's runtime from the values file with
+// --node-selector selector, as --from-cluster with it does.
+func renderWithSelector(t *testing.T, mt, values, selector string) (string, error) {
+	t.Helper()
+	code, out, errs := runOffline(t, "render", "runtime", "--fabric", "gib", "--machine-type", mt, "--values", values, "--node-selector", selector)
+	if code != 0 {
+		return "", fmt.Errorf("exit %d: %s", code, errs)
+	}
+	return out, nil
 }
 
 // refusedBoth runs discover and check cluster with args and wants both
