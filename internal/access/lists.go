@@ -134,6 +134,20 @@ func shippedRuntimes() []string {
 	return out
 }
 
+// shippedBenchmarks are the benchmark TrainingRuntimes `render benchmark`
+// names, every fabric's and machine type's.
+func shippedBenchmarks() []string {
+	var out []string
+	for _, f := range fabric.Fabrics() {
+		for _, mt := range f.MachineTypes {
+			if n := f.ShippedBenchmark(mt.Name); !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
 // readNetworks are what `discover` reads: the GPU nodes, whether managed
 // DRANET serves them, and GKE's multi-network objects.
 var readNetworks = []Rule{
@@ -177,9 +191,9 @@ var CheckCluster = List{
 		Rule{Verbs: []string{"get"}, Group: groupTrainer, Resource: "clustertrainingruntimes", ResourceNames: shippedRuntimes(), Scope: ClusterWide,
 			For: "read the deployed runtime of the pool's fabric and machine type (" + strings.Join(shippedRuntimes(), ", ") + "): its " + names.DaemonContainer + " (TCPXO), its labels and its wiring"},
 		Rule{Verbs: []string{"list"}, Group: groupTrainer, Resource: "trainjobs", Scope: ClusterWide,
-			For: "find the TrainJobs of " + names.Runtime + " and " + names.Benchmark + " in every namespace"},
+			For: "find the TrainJobs of the pool's shipped runtime and benchmark in every namespace"},
 		Rule{Verbs: []string{"get"}, Group: groupCore, Resource: "configmaps", Scope: ClusterWide,
 			For: "read each such TrainJob's runtime snapshot (the ConfigMap <trainjob>-runtime-snapshot in its namespace), by name"},
-		Rule{Verbs: []string{"get"}, Group: groupTrainer, Resource: "trainingruntimes", ResourceNames: []string{names.Benchmark}, Scope: ClusterWide,
-			For: "read the deployed " + names.Benchmark + " in the namespaces its TrainJobs run in"}),
+		Rule{Verbs: []string{"get"}, Group: groupTrainer, Resource: "trainingruntimes", ResourceNames: shippedBenchmarks(), Scope: ClusterWide,
+			For: "read the deployed benchmark (" + strings.Join(shippedBenchmarks(), ", ") + ") in the namespaces its TrainJobs run in"}),
 }

@@ -202,6 +202,15 @@ func (f Fabric) ShippedRuntime(mt string) string {
 	return f.Runtime
 }
 
+// ShippedBenchmark is the benchmark TrainingRuntime `render benchmark`
+// derives from ShippedRuntime(mt): TCPXO's one, or BenchmarkFor(mt).
+func (f Fabric) ShippedBenchmark(mt string) string {
+	if f.RuntimePerMachineType {
+		return f.BenchmarkFor(mt)
+	}
+	return f.Benchmark
+}
+
 // ShippedRuntimes are the ClusterTrainingRuntimes f ships, one per machine
 // type (ShippedRuntime), in the order of its machine types.
 func (f Fabric) ShippedRuntimes() []string {

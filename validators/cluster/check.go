@@ -58,6 +58,9 @@ type State struct {
 	// DaemonImages are the tcpxo-daemon images of the deployed shipped
 	// runtime; nil when it is not deployed (TCPXO only).
 	DaemonImages []string
+	// Machine is the pool's machine type (CheckPool), whose shipped
+	// runtime was read.
+	Machine fabric.MachineType
 	// Runtime is the deployed shipped ClusterTrainingRuntime of the pool's
 	// fabric and machine type as the API server serves it; nil when it is
 	// not deployed.

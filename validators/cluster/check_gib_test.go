@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -11,8 +12,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	"github.com/tcpxogen/tcpxogen/internal/fabric"
+	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
@@ -261,4 +266,40 @@ func TestCheckDeployedRuntimeAimedElsewhere(t *testing.T) {
 
 	// The shipped runtime lands on its own pool.
 	has(t, Check(healthyGIB(t, ultra, "v1.33.5-gke.1200000", "n0"), ultra), OK, "runtime-placement", "can land on every target node")
+}
+
+// On a gIB pool check cluster judges the TrainJobs of that machine type's
+// runtime and benchmark, against the deployed runtime: one whose snapshot
+// holds other wiring is named, and TrainJobs of TCPXO's runtime or of the
+// other machine type's are not read.
+func TestReadTrainJobsOfAGIBPool(t *testing.T) {
+	ultra := gibExpect(t, "a3-ultragpu-8g")
+	deployed := deployedRuntime(t, ultra, googleMapping, nil)
+	rt := &trainer.ClusterTrainingRuntime{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(deployed.Object, rt); err != nil {
+		t.Fatal(err)
+	}
+	older := rt.DeepCopy()
+	c := &older.Spec.Template.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0]
+	c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "NCCL_NET" })
+	name := fabric.GIB.RuntimeFor("a3-ultragpu-8g")
+	objs := []runtime.Object{
+		trainJob(t, "team-a", "llama", "u1", trainer.RuntimeRef{Name: name}),
+		trainJob(t, "team-a", "mega", "u2", trainer.RuntimeRef{Name: names.Runtime}),
+		trainJob(t, "team-b", "a4", "u3", trainer.RuntimeRef{Name: fabric.GIB.RuntimeFor("a4-highgpu-8g")}),
+	}
+	gvrs := map[schema.GroupVersionResource]string{trainerTrainJobs: "TrainJobList", trainerNSRuntimes: "TrainingRuntimeList"}
+	cl := &Clients{
+		Kube:    kubefake.NewClientset(snapshotOf(t, "team-a", "llama", "u1", older)),
+		Dynamic: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), gvrs, objs...),
+		Host:    "https://cluster.test",
+	}
+	tj, err := ReadTrainJobs(context.Background(), cl, ShippedRuntimesOf(fabric.GIB, "a3-ultragpu-8g"), deployed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tj.Jobs) != 1 || tj.Jobs[0].Name != "llama" || tj.Jobs[0].Deployed == nil || tj.Jobs[0].Snapshot == nil {
+		t.Fatalf("read %+v, want team-a/llama with its snapshot and the deployed runtime", tj.Jobs)
+	}
+	has(t, CheckTrainJobs(tj), Warn, "trainjob-wiring", "team-a/llama", "NCCL_NET")
 }

@@ -199,7 +199,7 @@ func isNotServed(err error) bool {
 // namespace, and f's deployed shipped runtime for mt (for TCPXO its
 // tcpxo-daemon images too).
 func ReadState(ctx context.Context, c *Clients, f fabric.Fabric, mt fabric.MachineType, nodes []corev1.Node, namespace string) (State, error) {
-	st := State{Nodes: nodes}
+	st := State{Nodes: nodes, Machine: mt}
 	var err error
 	if st.Networks, err = ReadNetworks(ctx, c); err != nil {
 		return st, err

@@ -105,8 +105,8 @@ func recipeFits(want Expect, f fabric.Fabric, mt fabric.MachineType) error {
 }
 
 // RunCheckCluster is `check cluster`: RunCheck's checks (the ones validate
-// runs too), and, for TCPXO, the TrainJobs of the shipped runtimes judged
-// against the deployed runtimes (CheckTrainJobs), which reads what
+// runs too), and the TrainJobs of the pool's shipped runtime and benchmark
+// judged against the deployed ones (CheckTrainJobs), which reads what
 // validate's permissions do not grant: the TrainJobs of every namespace and
 // their runtime snapshots.
 func RunCheckCluster(ctx context.Context, c *Clients, f fabric.Fabric, selector, namespace string, want Expect) ([]Finding, error) {
@@ -114,10 +114,7 @@ func RunCheckCluster(ctx context.Context, c *Clients, f fabric.Fabric, selector,
 	if err != nil {
 		return nil, err
 	}
-	if f.Name != fabric.TCPXO.Name {
-		return findings, nil
-	}
-	tj, err := ReadTrainJobs(ctx, c, st.Runtime)
+	tj, err := ReadTrainJobs(ctx, c, ShippedRuntimesOf(f, st.Machine.Name), st.Runtime)
 	if err != nil {
 		return nil, err
 	}

@@ -36,7 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/tcpxogen/tcpxogen/internal/names"
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/wiring"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 )
@@ -54,14 +54,19 @@ type ShippedRuntime struct{ Kind, Name string }
 
 func (r ShippedRuntime) String() string { return r.Kind + " " + r.Name }
 
-// ShippedRuntimes are the runtimes whose TrainJobs check cluster judges:
-// the ClusterTrainingRuntime users reference, and the benchmark
-// TrainingRuntime as `render benchmark` names it (validate's own runs name
-// theirs per run and delete them).
-var ShippedRuntimes = []ShippedRuntime{
-	{trainer.ClusterTrainingRuntimeKind, names.Runtime},
-	{trainer.TrainingRuntimeKind, names.Benchmark},
+// ShippedRuntimesOf are the runtimes whose TrainJobs check cluster judges
+// on a pool of fabric f's machine type mt: the ClusterTrainingRuntime users
+// reference, and the benchmark TrainingRuntime as `render benchmark` names
+// it (validate's own runs name theirs per run and delete them).
+func ShippedRuntimesOf(f fabric.Fabric, mt string) []ShippedRuntime {
+	return []ShippedRuntime{
+		{trainer.ClusterTrainingRuntimeKind, f.ShippedRuntime(mt)},
+		{trainer.TrainingRuntimeKind, f.ShippedBenchmark(mt)},
+	}
 }
+
+// ShippedRuntimes are TCPXO's (ShippedRuntimesOf).
+var ShippedRuntimes = ShippedRuntimesOf(fabric.TCPXO, "")
 
 // TrainJob is one unfinished TrainJob of a shipped runtime and what its
 // wiring is judged by.
@@ -79,6 +84,9 @@ type TrainJob struct {
 
 // TrainJobs is what the TrainJob check reads.
 type TrainJobs struct {
+	// Shipped are the runtimes whose TrainJobs were read (nil: TCPXO's,
+	// ShippedRuntimes).
+	Shipped []ShippedRuntime
 	// Jobs are the unfinished TrainJobs of the shipped runtimes, by
 	// namespace and name.
 	Jobs []TrainJob
@@ -93,8 +101,8 @@ type TrainJobs struct {
 // (State.Runtime, nil when not deployed); the benchmark TrainingRuntime is
 // read in each namespace a TrainJob of it runs in. A cluster without the
 // trainer has no TrainJobs.
-func ReadTrainJobs(ctx context.Context, c *Clients, deployed *unstructured.Unstructured) (TrainJobs, error) {
-	var out TrainJobs
+func ReadTrainJobs(ctx context.Context, c *Clients, shipped []ShippedRuntime, deployed *unstructured.Unstructured) (TrainJobs, error) {
+	out := TrainJobs{Shipped: shipped}
 	ul, err := c.Dynamic.Resource(trainerTrainJobs).List(ctx, metav1.ListOptions{})
 	switch {
 	case meta.IsNoMatchError(err) || isNotServed(err):
@@ -112,7 +120,7 @@ func ReadTrainJobs(ctx context.Context, c *Clients, deployed *unstructured.Unstr
 	benchmarks := map[string]*trainer.TrainingRuntime{} // by namespace; nil: not deployed there
 	for i := range ul.Items {
 		u := &ul.Items[i]
-		ref, ok := shippedRef(u)
+		ref, ok := shippedRef(u, shipped)
 		if !ok {
 			continue
 		}
@@ -129,7 +137,7 @@ func ReadTrainJobs(ctx context.Context, c *Clients, deployed *unstructured.Unstr
 		case trainer.TrainingRuntimeKind:
 			rt, seen := benchmarks[j.Namespace]
 			if !seen {
-				if rt, err = readBenchmark(ctx, c, j.Namespace); err != nil {
+				if rt, err = readBenchmark(ctx, c, j.Namespace, ref.Name); err != nil {
 					return out, err
 				}
 				benchmarks[j.Namespace] = rt
@@ -156,17 +164,17 @@ func ReadTrainJobs(ctx context.Context, c *Clients, deployed *unstructured.Unstr
 
 // readBenchmark reads the benchmark TrainingRuntime deployed in namespace,
 // nil when there is none.
-func readBenchmark(ctx context.Context, c *Clients, namespace string) (*trainer.TrainingRuntime, error) {
-	u, err := c.Dynamic.Resource(trainerNSRuntimes).Namespace(namespace).Get(ctx, names.Benchmark, metav1.GetOptions{})
+func readBenchmark(ctx context.Context, c *Clients, namespace, name string) (*trainer.TrainingRuntime, error) {
+	u, err := c.Dynamic.Resource(trainerNSRuntimes).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
 		return nil, nil
 	case err != nil:
-		return nil, c.Guard.Explain(fmt.Errorf("reading TrainingRuntime %s/%s: %w", namespace, names.Benchmark, err))
+		return nil, c.Guard.Explain(fmt.Errorf("reading TrainingRuntime %s/%s: %w", namespace, name, err))
 	}
 	rt := &trainer.TrainingRuntime{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, rt); err != nil {
-		return nil, fmt.Errorf("TrainingRuntime %s/%s does not decode as the trainer's type: %w", namespace, names.Benchmark, err)
+		return nil, fmt.Errorf("TrainingRuntime %s/%s does not decode as the trainer's type: %w", namespace, name, err)
 	}
 	return rt, nil
 }
@@ -174,7 +182,7 @@ func readBenchmark(ctx context.Context, c *Clients, namespace string) (*trainer.
 // shippedRef tells whether a TrainJob's spec.runtimeRef names a shipped
 // runtime, with the API's defaults (group trainer.kubeflow.org, kind
 // ClusterTrainingRuntime) for what it leaves out.
-func shippedRef(u *unstructured.Unstructured) (ShippedRuntime, bool) {
+func shippedRef(u *unstructured.Unstructured, shipped []ShippedRuntime) (ShippedRuntime, bool) {
 	name, _, _ := unstructured.NestedString(u.Object, "spec", "runtimeRef", "name")
 	group, hasGroup, _ := unstructured.NestedString(u.Object, "spec", "runtimeRef", "apiGroup")
 	kind, hasKind, _ := unstructured.NestedString(u.Object, "spec", "runtimeRef", "kind")
@@ -185,7 +193,7 @@ func shippedRef(u *unstructured.Unstructured) (ShippedRuntime, bool) {
 		kind = trainer.ClusterTrainingRuntimeKind
 	}
 	ref := ShippedRuntime{Kind: kind, Name: name}
-	return ref, slices.Contains(ShippedRuntimes, ref)
+	return ref, slices.Contains(shipped, ref)
 }
 
 // finished tells whether a TrainJob completed or failed (its Complete or
@@ -262,10 +270,10 @@ func CheckTrainJobs(tj TrainJobs) []Finding {
 	}
 	if len(noSnapshot) > 0 {
 		add(Warn, "%d TrainJob(s) of %s have no runtime snapshot (ConfigMap <trainjob>%s): %s; trainer v2.2.0 keeps none (its running pods keep the wiring they started with), and v2.3.0 and later write one when they first reconcile a TrainJob; check cluster cannot tell which trainer runs here, so whether these run the deployed runtime's wiring is not known: resubmit the ones created before the deployed runtime was applied",
-			len(noSnapshot), shippedNames(), SnapshotSuffix, listNames(noSnapshot))
+			len(noSnapshot), shippedNames(tj.shipped()), SnapshotSuffix, listNames(noSnapshot))
 	}
 	if len(tj.Jobs) == 0 {
-		add(OK, "no unfinished TrainJob runs on %s (%d finished, not judged)", shippedNames(), tj.Finished)
+		add(OK, "no unfinished TrainJob runs on %s (%d finished, not judged)", shippedNames(tj.shipped()), tj.Finished)
 	}
 	return out
 }
@@ -338,9 +346,17 @@ func listNames(ns []string) string {
 	return strings.Join(ns[:maxListed], ", ") + fmt.Sprintf(" and %d more", len(ns)-maxListed)
 }
 
-func shippedNames() string {
+// shipped are the runtimes tj was read for.
+func (tj TrainJobs) shipped() []ShippedRuntime {
+	if tj.Shipped == nil {
+		return ShippedRuntimes
+	}
+	return tj.Shipped
+}
+
+func shippedNames(shipped []ShippedRuntime) string {
 	var parts []string
-	for _, r := range ShippedRuntimes {
+	for _, r := range shipped {
 		parts = append(parts, r.Name)
 	}
 	return strings.Join(parts, " or ")

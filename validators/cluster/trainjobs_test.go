@@ -287,7 +287,7 @@ func TestReadTrainJobs(t *testing.T) {
 		Dynamic: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), gvrs, objs...),
 		Host:    "https://cluster.test",
 	}
-	tj, err := ReadTrainJobs(context.Background(), c, toUnstructured(t, rt, trainer.ClusterTrainingRuntimeKind))
+	tj, err := ReadTrainJobs(context.Background(), c, ShippedRuntimes, toUnstructured(t, rt, trainer.ClusterTrainingRuntimeKind))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +326,7 @@ func TestReadTrainJobs(t *testing.T) {
 		return true, nil, apierrors.NewNotFound(trainerTrainJobs.GroupResource(), "")
 	})
 	c.Dynamic = noTrainer
-	if tj, err := ReadTrainJobs(context.Background(), c, nil); err != nil || len(tj.Jobs) != 0 {
+	if tj, err := ReadTrainJobs(context.Background(), c, ShippedRuntimes, nil); err != nil || len(tj.Jobs) != 0 {
 		t.Errorf("no trainer: %v, %v", tj, err)
 	}
 }
