@@ -103,7 +103,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the pod's service account)")
 	fs.StringVar(&o.KubeContext, "context", "", "kubeconfig context (default: the current context)")
 	fs.StringVar(&o.Namespace, "namespace", DefaultNamespace, "namespace the benchmark TrainingRuntime and TrainJob are created in; it must exist")
-	fs.StringVar(&o.Image, "benchmark-image", "", "override the benchmark image (default: the pinned installer image, which carries the MPI build of nccl-tests and sshd); pinned as repo:tag@sha256:<64 hex>, with all_reduce_perf and sshd where the installer image has them")
+	fs.StringVar(&o.Image, "benchmark-image", "", "override the benchmark image (default: the pinned installer image, with --fabric gib the pinned diagnostic image, each carrying the MPI build of nccl-tests and sshd); pinned as repo:tag@sha256:<64 hex>, with the perf binary and sshd where the default image has them")
 	fs.IntVar(&o.Nodes, "nodes", int(benchmark.DefaultNumNodes), "GPU nodes the benchmark spans (at least 2)")
 	fs.StringVar(&o.TrainerManifests, "trainer-manifests", "", "the pinned Kubeflow Trainer's install manifests, used only when the policy installs the trainer (the recipe does not declare it and the cluster has none); default: rendered offline from the trainer's and JobSet's Go modules")
 	fs.DurationVar(&o.Timeout, "timeout", DefaultTimeout, "bound on the live run: trainer install, benchmark and waiting for it (teardown has its own bound)")
