@@ -136,6 +136,9 @@ func (p logPods) GetLogs(name string, opts *corev1.PodLogOptions) *rest.Request 
 type benchApplier struct {
 	fakeApplier
 	bench *unstructured.Unstructured
+	// editWorker, when set, changes each worker pod as something on the
+	// cluster (a webhook, a mutated template) would.
+	editWorker func(*corev1.Pod)
 }
 
 func (a *benchApplier) Apply(ctx context.Context, obj *unstructured.Unstructured) error {
@@ -166,6 +169,9 @@ func (a *benchApplier) addWorkers(tj *unstructured.Unstructured) error {
 			Spec:   *tpl.Spec.DeepCopy(),
 			Status: corev1.PodStatus{Phase: corev1.PodRunning},
 		}
+		if a.editWorker != nil {
+			a.editWorker(pod)
+		}
 		// Through the tracker: JobSet's doing, not a request of validate's.
 		if err := a.f.kube.Tracker().Add(pod); err != nil {
 			return err
@@ -178,7 +184,12 @@ func (a *benchApplier) addWorkers(tj *unstructured.Unstructured) error {
 // the applier, which recorded what the run created and deleted.
 func liveOn(t *testing.T, f *fakeCluster, log string, args ...string) (a *benchApplier, code int, stdout, stderr string) {
 	t.Helper()
-	a = &benchApplier{fakeApplier: fakeApplier{f: f}}
+	return liveWith(t, f, &benchApplier{fakeApplier: fakeApplier{f: f}}, log, args...)
+}
+
+// liveWith is liveOn with the applier a.
+func liveWith(t *testing.T, f *fakeCluster, a *benchApplier, log string, args ...string) (_ *benchApplier, code int, stdout, stderr string) {
+	t.Helper()
 	connect := func(string, string) (*Clients, error) {
 		c, err := f.connect("", "")
 		if err != nil {
@@ -256,6 +267,31 @@ func TestGIBLiveRunJudgesWithGIBRules(t *testing.T) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	contains(t, "output", stdout+stderr, "result: FAIL", "IB")
+}
+
+// Workers that ran without gIB's wiring fail the run even though the log
+// passes: a worker whose env lost NCCL_NET is named, judged by gIB's rule
+// set, and no tcpxo-daemon is asked of it.
+func TestGIBLiveRunChecksTheWorkersWiring(t *testing.T) {
+	f := gibCluster(t, a4, nil)
+	a := &benchApplier{fakeApplier: fakeApplier{f: f}, editWorker: func(p *corev1.Pod) {
+		c := &p.Spec.Containers[0]
+		for i, e := range c.Env {
+			if e.Name == "NCCL_NET" {
+				c.Env = append(c.Env[:i], c.Env[i+1:]...)
+				return
+			}
+		}
+		t.Fatal("the gIB runtime's node container sets no NCCL_NET")
+	}}
+	_, code, stdout, stderr := liveWith(t, f, a, gibPassingLog(t), "--fabric", "gib", "--recipe", recipePath(gibRecipe), "--out", t.TempDir(), "--timeout", "1m")
+	if code != exitFailure {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	contains(t, "stderr", stderr, "did not run with the GPUDirect-RDMA (NCCL/gIB) wiring", "NCCL_NET")
+	if strings.Contains(stderr, "tcpxo-daemon") {
+		t.Errorf("a gIB worker is asked for the tcpxo-daemon:\n%s", stderr)
+	}
 }
 
 // The dry run reads the cluster as TCPXO's does (the pool, check cluster,
