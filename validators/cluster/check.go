@@ -89,6 +89,20 @@ type Expect struct {
 	Render func(machineType string, m interfaces.Mapping) (*trainer.ClusterTrainingRuntime, error)
 }
 
+// ExpectFor is what a pool of fabric f should match with inputs in: the
+// BOM, the release table and, for a fabric whose runtime carries no daemon
+// to pair with the installer (gIB), the render its deployed runtime is
+// held to.
+func ExpectFor(in *runtimes.Inputs, f fabric.Fabric) Expect {
+	want := Expect{Fabric: f, BOM: in.BOM, Releases: in.Releases}
+	if f.Name == fabric.GIB.Name {
+		want.Render = func(mt string, m interfaces.Mapping) (*trainer.ClusterTrainingRuntime, error) {
+			return runtimes.RDMARuntime(in, runtimes.RDMAOptions{MachineType: mt, Interfaces: m})
+		}
+	}
+	return want
+}
+
 // fabric is the fabric judged, TCPXO when none is named.
 func (e Expect) fabric() fabric.Fabric {
 	if e.Fabric.Name == "" {

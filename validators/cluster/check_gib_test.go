@@ -18,7 +18,6 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/names"
-	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
 )
@@ -36,10 +35,9 @@ func gibExpect(t *testing.T, mt string) Expect {
 	if !ok {
 		t.Fatalf("no gIB machine type %s", mt)
 	}
-	return Expect{Fabric: fabric.GIB, Machine: m, BOM: in.BOM, Releases: in.Releases,
-		Render: func(mt string, m interfaces.Mapping) (*trainer.ClusterTrainingRuntime, error) {
-			return runtimes.RDMARuntime(in, runtimes.RDMAOptions{MachineType: mt, Interfaces: m})
-		}}
+	want := ExpectFor(in, fabric.GIB)
+	want.Machine = m
+	return want
 }
 
 func gibInstallerPod(node, image string) corev1.Pod {

@@ -90,7 +90,7 @@ func CheckPoolWith(nodes []corev1.Node, f fabric.Fabric, bySlices DRANETSlices) 
 		return fabric.MachineType{}, fmt.Errorf("%w: %s (%s): %v; neither --fabric %s serves these nodes", ErrPool, nodeCount(len(on)), listNodes(on), err, strings.Join(fabric.Names(), " nor --fabric "))
 	}
 	if served.Name != f.Name {
-		return fabric.MachineType{}, fmt.Errorf("%w: --fabric %s (%s) serves %s, but these nodes are %s (%s), served by %s (%s): run with --fabric %s, or select a %s pool with --node-selector",
+		return fabric.MachineType{}, fmt.Errorf("%w: --fabric %s (%s) serves %s, but these nodes are %s (%s), served by %s (%s): run with --fabric %s, or select a pool of %s with --node-selector",
 			ErrPool, f.Name, f.Title, strings.Join(f.MachineTypeNames(), " and "), mt, listNodes(on), served.Name, served.Title, served.Name, strings.Join(f.MachineTypeNames(), " or "))
 	}
 	var dranet []string

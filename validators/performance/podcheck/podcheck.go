@@ -14,6 +14,7 @@ import (
 	"github.com/kubeflow/trainer/v2/pkg/constants"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/guestconfig"
 	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/internal/wiring"
@@ -26,8 +27,20 @@ const ReplicatedJobLabel = "jobset.sigs.k8s.io/replicatedjob-name"
 
 // Check compares each worker pod (replicated job "node") with the wiring of
 // the benchmark's node pod template and checks that the tcpxo-daemon
-// sidecar started. It fails naming every pod and what it lacks.
+// sidecar started. It fails naming every pod and what it lacks. It is
+// CheckFabric of TCPXO.
 func Check(pods []corev1.Pod, want *corev1.PodTemplateSpec, rules []guestconfig.Rule) error {
+	return CheckFabric(fabric.TCPXO, pods, want, rules)
+}
+
+// CheckFabric is Check for the benchmark of fabric f: the changes are
+// judged by f's rule set, and the tcpxo-daemon start check is TCPXO's only
+// (gIB has no sidecar: its pods carry the wiring alone).
+func CheckFabric(f fabric.Fabric, pods []corev1.Pod, want *corev1.PodTemplateSpec, rules []guestconfig.Rule) error {
+	if f.Rules() == nil {
+		return fmt.Errorf("fabric %q has no rule set: pass one of the registry's fabrics (internal/fabric)", f.Name)
+	}
+	tcpxo := f.Name == fabric.TCPXO.Name
 	wantWiring := wiring.Of(serverDefaulted(want), constants.Node)
 	var problems []string
 	workers := 0
@@ -40,12 +53,12 @@ func Check(pods []corev1.Pod, want *corev1.PodTemplateSpec, rules []guestconfig.
 		// Defaulted too: idempotent on a pod from a server, and a pod built
 		// from the template elsewhere compares the same.
 		got := wiring.Of(serverDefaulted(&corev1.PodTemplateSpec{ObjectMeta: p.ObjectMeta, Spec: p.Spec}), constants.Node)
-		for _, c := range realize.Judge(wantWiring, got, rules) {
+		for _, c := range realize.JudgeWith(f.Rules(), wantWiring, got, rules) {
 			if c.LosesFabric() {
 				problems = append(problems, fmt.Sprintf("pod %s: %s: %s", p.Name, c.Change, c.Reason))
 			}
 		}
-		if msg := daemonStarted(p); msg != "" {
+		if msg := daemonStarted(p); tcpxo && msg != "" {
 			problems = append(problems, fmt.Sprintf("pod %s: %s", p.Name, msg))
 		}
 	}
@@ -54,7 +67,11 @@ func Check(pods []corev1.Pod, want *corev1.PodTemplateSpec, rules []guestconfig.
 	}
 	if len(problems) > 0 {
 		slices.Sort(problems)
-		return fmt.Errorf("%d of the benchmark's worker pods did not run with the TCPXO wiring, so the result does not describe the shipped runtime:\n  %s", countPods(problems), strings.Join(problems, "\n  "))
+		wiringName := f.Title
+		if tcpxo {
+			wiringName = "TCPXO" // the words TCPXO's reports have always used
+		}
+		return fmt.Errorf("%d of the benchmark's worker pods did not run with the %s wiring, so the result does not describe the shipped runtime:\n  %s", countPods(problems), wiringName, strings.Join(problems, "\n  "))
 	}
 	return nil
 }

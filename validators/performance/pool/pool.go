@@ -1,5 +1,6 @@
 // Package pool checks that the GPU nodes a benchmark runs on are one
-// homogeneous pool of the machine the TCPXO runtime is built for.
+// homogeneous pool of the machine the fabric's runtime is built for (For:
+// A3 Mega for TCPXO; A3 Ultra or A4 for gIB).
 //
 // The shipped runtime assumes eight GPUs and eight GPU NICs per node: one rank
 // per GPU, and NCCL_FASTRAK_IFNAME naming eth1..eth8. On a node with fewer
@@ -20,6 +21,7 @@ import (
 	networkv1 "github.com/GoogleCloudPlatform/gke-networking-api/apis/network/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 )
 
@@ -52,11 +54,28 @@ type Pool struct {
 	// AnnotationNorthInterfaces counts, so an unrelated extra network could
 	// stand in for a missing GPU NIC; set it whenever the mapping is known.
 	GPUNICNetworks []string
+	// NICFix, when set, is the fix for a node missing GPU-NIC networks
+	// (default: TCPXO's, which names tcpxoInterfaces).
+	NICFix string
 }
 
 // A3Mega is the pool the TCPXO runtime is built for: a3-megagpu-8g nodes,
 // eight H100 GPUs and eight GPU NICs each.
 var A3Mega = Pool{Accelerator: "nvidia-h100-mega-80gb", GPUs: 8, GPUNICs: 8}
+
+// For is the pool fabric f's runtime is built for on its machine type mt:
+// mt's accelerator label, eight GPUs and eight GPU NICs per node (TCPXO's
+// eight GPU NICs, gIB's eight RDMA NICs; gIB's optional gVNIC on eth1 is
+// required too when the mapping names it, WithMapping).
+func For(mt fabric.MachineType, f fabric.Fabric) Pool {
+	if f.Name == fabric.TCPXO.Name {
+		p := A3Mega
+		p.Accelerator = mt.Accelerator
+		return p
+	}
+	return Pool{Accelerator: mt.Accelerator, GPUs: 8, GPUNICs: 8,
+		NICFix: fmt.Sprintf("create the %s node pool with every network of the recipe's rdmaInterfaces attached as additional node networks: the eight RDMA networks (deviceMode RDMA), and the gVNIC network on eth1 where the recipe maps it", mt.Name)}
+}
 
 // WithMapping returns p requiring the GPU-NIC networks of m.
 func (p Pool) WithMapping(m interfaces.Mapping) Pool {
@@ -153,6 +172,9 @@ var requirements = []requirement{
 		},
 		check: checkNICs,
 		fix: func(w Pool) string {
+			if w.NICFix != "" {
+				return w.NICFix
+			}
 			return fmt.Sprintf("create the node pool with all %d GPU-NIC networks attached as additional node networks (their names are in the recipe's tcpxoInterfaces); a node pool with an additional gVNIC network has only seven GPU NICs and cannot run the TCPXO runtime", w.GPUNICs)
 		},
 	},

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 )
 
@@ -206,5 +207,20 @@ func TestWithMapping(t *testing.T) {
 	p := A3Mega.WithMapping(mapping(t))
 	if fmt.Sprint(p.GPUNICNetworks) != fmt.Sprint(gpuNICs) || A3Mega.GPUNICNetworks != nil {
 		t.Errorf("WithMapping = %v (A3Mega now %v)", p.GPUNICNetworks, A3Mega.GPUNICNetworks)
+	}
+}
+
+// For is the pool of a fabric's machine type: TCPXO's is A3Mega; gIB's
+// requires the machine type's accelerator, eight GPUs and eight NICs, and
+// its fix for missing networks names rdmaInterfaces, not TCPXO's key.
+func TestFor(t *testing.T) {
+	if got := For(fabric.TCPXO.MachineTypes[0], fabric.TCPXO); got.Accelerator != A3Mega.Accelerator || got.GPUs != A3Mega.GPUs || got.GPUNICs != A3Mega.GPUNICs || got.NICFix != "" {
+		t.Errorf("TCPXO's pool %+v, want A3Mega", got)
+	}
+	for _, mt := range fabric.GIB.MachineTypes {
+		p := For(mt, fabric.GIB)
+		if p.Accelerator != mt.Accelerator || p.GPUs != 8 || p.GPUNICs != 8 || !strings.Contains(p.NICFix, "rdmaInterfaces") || strings.Contains(p.NICFix, "tcpxoInterfaces") {
+			t.Errorf("%s's pool %+v", mt.Name, p)
+		}
 	}
 }

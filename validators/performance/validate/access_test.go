@@ -91,6 +91,21 @@ func TestEveryRequestIsDeclared(t *testing.T) {
 	}
 	reqs = append(reqs, checkRequests(t, install, base)...)
 
+	// gIB: a dry run reads the other fabric's runtime, installer pods and
+	// networks; the install row applies its runtime (TestGIBLiveRunPasses
+	// holds the live run's requests).
+	gibDry := gibCluster(t, a4, nil)
+	if code, stdout, stderr := validate(t, gibDry.connect, "--fabric", "gib", "--recipe", recipePath(gibRecipe), "--dry-run"); code != exitOK {
+		t.Fatalf("gIB dry run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	reqs = append(reqs, checkRequests(t, gibDry, base)...)
+	undeclaredGIB := writeFile(t, "gib-undeclared.yaml", strings.Replace(readFile(t, recipePath(gibRecipe)), "  - name: kubeflow-trainer\n    version: v2.2.0\n", "", 1))
+	gibInstall := newFakeCluster(t, append(gibNodes(t, gibRecipe, a4, 2), namespace("default")), nil, nil)
+	if code, stdout, stderr := validate(t, gibInstall.connect, "--fabric", "gib", "--recipe", undeclaredGIB, "--dry-run"); code != exitOK || !strings.Contains(stdout, "ClusterTrainingRuntime torch-distributed-rdma-a4-highgpu-8g: to be applied") {
+		t.Fatalf("gIB install row dry run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	reqs = append(reqs, checkRequests(t, gibInstall, base)...)
+
 	for _, r := range base.List.Rules {
 		one, _ := access.List{Command: "validate", Rules: []access.Rule{r}}.Bind("default")
 		if !slices.ContainsFunc(reqs, one.Allows) {
@@ -117,7 +132,14 @@ func TestInstallRowCoversThePinnedInstall(t *testing.T) {
 	}
 	rt.SetAPIVersion("trainer.kubeflow.org/v1alpha1")
 	rt.SetKind("ClusterTrainingRuntime")
-	all := append(plan.Install, rt)
+	// A gIB run's install row applies its machine type's runtime.
+	gibRT, err := toUnstructured(gibRuntime(t, gibRecipe, a4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gibRT.SetAPIVersion("trainer.kubeflow.org/v1alpha1")
+	gibRT.SetKind("ClusterTrainingRuntime")
+	all := append(plan.Install, rt, gibRT)
 	b, err := access.Validate.Bind("default", access.InstallTrainer)
 	if err != nil {
 		t.Fatal(err)

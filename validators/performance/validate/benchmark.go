@@ -22,12 +22,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
+	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/internal/interrupt"
-	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/internal/wiring"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/benchmark"
-	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
 	"github.com/tcpxogen/tcpxogen/validators/performance/agreement"
 	"github.com/tcpxogen/tcpxogen/validators/performance/lifecycle"
 	"github.com/tcpxogen/tcpxogen/validators/performance/podcheck"
@@ -124,10 +124,10 @@ func (v *validation) benchmark(ctx context.Context, cl *Clients, s streams) (err
 			return err
 		}
 		if bench, err = benchmark.Derive(source, v.params); err != nil {
-			return fmt.Errorf("deriving the benchmark from the applied %s: %w", names.Runtime, err)
+			return fmt.Errorf("deriving the benchmark from the applied %s: %w", v.runtimeName(), err)
 		}
 		if diffs := benchmark.WiringEqual(source, bench); len(diffs) > 0 {
-			return fmt.Errorf("the derived benchmark's wiring differs from %s, which is a bug in tcpxogen's derivation; please report it:\n  %s", names.Runtime, strings.Join(diffs, "\n  "))
+			return fmt.Errorf("the derived benchmark's wiring differs from %s, which is a bug in tcpxogen's derivation; please report it:\n  %s", v.runtimeName(), strings.Join(diffs, "\n  "))
 		}
 		bench.Labels[RunLabel] = v.runID
 	}
@@ -166,14 +166,18 @@ func (v *validation) benchmark(ctx context.Context, cl *Clients, s streams) (err
 	rc := report.Context{
 		RuntimeSource:  string(prov.RuntimeSource),
 		TrainerAction:  string(prov.TrainerAction),
-		PluginVersion:  v.in.Facts.PluginVersion,
-		NCCLVersion:    v.in.Facts.NCCLVersion,
+		PluginVersion:  v.facts.PluginVersion,
+		NCCLVersion:    v.facts.NCCLVersion,
 		TrainerVersion: v.in.BOM.Trainer.Version,
 		Recipe:         v.opts.Recipe,
 		Start:          start.UnixMilli(),
 		Stop:           time.Now().UnixMilli(),
 	}
-	o, judgeErr := judge(log, v.floor, v.in.Facts.PluginVersion, rc)
+	j, err := v.judging()
+	if err != nil {
+		return errors.Join(waitErr, err)
+	}
+	o, judgeErr := judge(log, j, rc)
 	if o == nil {
 		return errors.Join(waitErr, judgeErr)
 	}
@@ -199,7 +203,7 @@ func (v *validation) benchmark(ctx context.Context, cl *Clients, s streams) (err
 		return errors.Join(waitErr, judgeErr, writeErr)
 	}
 	o.summary(s.Out, paths)
-	if err := workersWired(lctx, cl.Kube, v.trainJob.Namespace, v.trainJob.Name, bench, running); err != nil {
+	if err := workersWired(lctx, cl.Kube, v.fab, v.facts, v.trainJob.Namespace, v.trainJob.Name, bench, running); err != nil {
 		return errors.Join(waitErr, err, signErr)
 	}
 	if !o.Verdict.Pass {
@@ -212,12 +216,12 @@ func (v *validation) benchmark(ctx context.Context, cl *Clients, s streams) (err
 // the server stored what was rendered: the agreement check of the install
 // row, made on the object the benchmark is then derived from.
 func (v *validation) readBackShipped(ctx context.Context, cl *Clients) (*trainer.ClusterTrainingRuntime, error) {
-	stored, err := deployedRuntime(ctx, cl, names.Runtime)
+	stored, err := deployedRuntime(ctx, cl, v.runtimeName())
 	if err != nil {
 		return nil, err
 	}
 	if stored == nil {
-		return nil, fmt.Errorf("ClusterTrainingRuntime %s was created but cannot be read back", names.Runtime)
+		return nil, fmt.Errorf("ClusterTrainingRuntime %s was created but cannot be read back", v.runtimeName())
 	}
 	sv, err := clusterValidator(ctx, cl)
 	if err != nil {
@@ -225,10 +229,10 @@ func (v *validation) readBackShipped(ctx context.Context, cl *Clients) (*trainer
 	}
 	diffs, err := agreement.Compare(sv, stored, v.rendered)
 	if err != nil {
-		return nil, fmt.Errorf("comparing the applied %s with the render: %w", names.Runtime, err)
+		return nil, fmt.Errorf("comparing the applied %s with the render: %w", v.runtimeName(), err)
 	}
 	if len(diffs) > 0 {
-		return nil, fmt.Errorf("the API server stored %s differently from the render, so the result could not be called evidence about what ships (a trainer or admission webhook changed it?):\n  %s", names.Runtime, strings.Join(diffs, "\n  "))
+		return nil, fmt.Errorf("the API server stored %s differently from the render, so the result could not be called evidence about what ships (a trainer or admission webhook changed it?):\n  %s", v.runtimeName(), strings.Join(diffs, "\n  "))
 	}
 	return stored, nil
 }
@@ -294,9 +298,10 @@ func launcherContainer(bench *trainer.TrainingRuntime) string {
 }
 
 // workersWired asserts the benchmark's worker pods really ran with the
-// wiring and a started daemon: a number from unwired pods fails the run
-// even when it passes the floor.
-func workersWired(ctx context.Context, kube kubernetes.Interface, ns, trainJob string, bench *trainer.TrainingRuntime, running []corev1.Pod) error {
+// wiring of fabric f (judged by f's rule set and the guest config rules of
+// its pinned facts pins) and, for TCPXO, a started daemon: a number from
+// unwired pods fails the run even when it passes the floor.
+func workersWired(ctx context.Context, kube kubernetes.Interface, f fabric.Fabric, pins facts.Facts, ns, trainJob string, bench *trainer.TrainingRuntime, running []corev1.Pod) error {
 	pods := running
 	if len(pods) == 0 {
 		// Never seen running (the run failed early): judge what is there.
@@ -310,7 +315,7 @@ func workersWired(ctx context.Context, kube kubernetes.Interface, ns, trainJob s
 	if err != nil {
 		return err
 	}
-	return podcheck.Check(pods, tpl, runtimes.RulesFor(shipped.Facts(), wiring.Of(tpl, constants.Node).NodeEnv))
+	return podcheck.CheckFabric(f, pods, tpl, runtimes.RulesFor(pins, wiring.Of(tpl, constants.Node).NodeEnv))
 }
 
 func workerSelector(trainJob string) string {

@@ -62,7 +62,7 @@ func loadKeys(t *testing.T) (*evidence.PrivateKey, *evidence.PublicKey) {
 func judgedHealthy(t *testing.T) *outcome {
 	t.Helper()
 	floor, _ := busbw.ParseFloor(">= 300")
-	o, err := judge(ncclLog(t, "healthy.log"), floor, "v1.0.15", liveContext)
+	o, err := judge(ncclLog(t, "healthy.log"), tcpxoJudging(t, floor), liveContext)
 	if err != nil {
 		t.Fatal(err)
 	}

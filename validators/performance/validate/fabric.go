@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/validators/cluster"
 )
@@ -18,11 +17,20 @@ import (
 // GKE floor. A benchmark on a pool they fail would measure a pool that loses
 // the fabric (a gVNIC in a GPU NIC's slot still passes every pod-level
 // check), so validate refuses it; warnings (a node without GKE's NIC
-// annotations) are printed, not refused.
+// annotations) are printed, not refused. The nodes are checkPool's, of the
+// recipe's machine type; for gIB, check cluster also holds the deployed
+// torch-distributed-rdma-<machine type> to what the mapping renders (as
+// check cluster --fabric gib --recipe does). Nothing is judged on a pool
+// the machine-type gate refused (checkPool says why).
 func (v *validation) checkCluster(ctx context.Context, cl *Clients) error {
+	if v.gateFailed {
+		v.section("cluster fabric (tcpxogen check cluster): not checked", "  the GPU nodes are not a pool of the recipe's fabric and machine type (see GPU pool)")
+		return nil
+	}
 	cc := &cluster.Clients{Kube: cl.Kube, Dynamic: cl.Dynamic, Guard: cl.Guard, Host: cl.Host}
-	want := cluster.Expect{BOM: v.in.BOM, Releases: v.in.Releases, Mapping: v.rec.Interfaces()}
-	findings, _, err := cluster.RunCheck(ctx, cc, fabric.TCPXO, cluster.DefaultNodeSelector, names.ComponentsNamespace, want)
+	want := cluster.ExpectFor(v.in, v.fab)
+	want.Mapping, want.RecipeMachine = v.rec.Interfaces(), v.rec.MachineType()
+	findings, _, err := cluster.RunCheck(ctx, cc, v.fab, v.poolSelector().String(), names.ComponentsNamespace, want)
 	if errors.Is(err, cluster.ErrPool) {
 		// The machine type decides the fabric before anything is judged
 		// (or created): a pool of another fabric is a refusal, not a read

@@ -101,6 +101,26 @@ func shippedFor(t testing.TB, recipeName string) *trainer.ClusterTrainingRuntime
 func gpuNodes(t testing.TB, recipeName string, n int) []runtime.Object {
 	t.Helper()
 	slots := []string{"0000:06:00.0", "0000:07:00.0", "0000:0d:00.0", "0000:0e:00.0", "0000:86:00.0", "0000:87:00.0", "0000:8d:00.0", "0000:8e:00.0"}
+	return poolNodes(t, recipeName, fabric.TCPXO, fabric.TCPXO.MachineTypes[0], "a3mega-pool", slots, "", n)
+}
+
+// gibNodes are n nodes of the gIB machine type mt as GKE publishes them
+// for Google's setup: the recipe's networks (gvnic-1 on eth1, rdma-0..7 on
+// eth2..eth9) at distinct PCI slots, the pinned nccl-rdma-installer's pod,
+// a kubelet above the machine type's GKE floor; plus one CPU node.
+func gibNodes(t testing.TB, recipeName string, mt fabric.MachineType, n int) []runtime.Object {
+	t.Helper()
+	slots := []string{"0000:0c:00.0", "0000:91:00.0", "0000:92:00.0", "0000:93:00.0", "0000:94:00.0", "0000:95:00.0", "0000:96:00.0", "0000:97:00.0", "0000:98:00.0"}
+	return poolNodes(t, recipeName, fabric.GIB, mt, mt.Name+"-pool", slots, "v1.33.5-gke.1200000", n)
+}
+
+// poolNodes are n nodes of machine type mt (fabric f) named prefix-1..n:
+// the recipe's networks advertised as extended resources and on the
+// recipe's interfaces by north-interfaces and nic-info, at slots, each with
+// the pinned installer's pod of f; plus one CPU node, which the pool check
+// must leave out.
+func poolNodes(t testing.TB, recipeName string, f fabric.Fabric, mt fabric.MachineType, prefix string, slots []string, kubelet string, n int) []runtime.Object {
+	t.Helper()
 	north := networkv1.NorthInterfacesAnnotation{}
 	info := networkv1.NICInfoAnnotation{{BirthName: "eth0", BirthIP: "10.128.0.2", PCIAddress: "0000:00:05.0"}}
 	resources := corev1.ResourceList{pool.ResourceGPU: *resource.NewQuantity(8, resource.DecimalSI)}
@@ -121,27 +141,31 @@ func gpuNodes(t testing.TB, recipeName string, n int) []runtime.Object {
 		t.Fatal(err)
 	}
 	installer := inputs(t).BOM.Images.Installer.Reference
+	if f.Name == fabric.GIB.Name {
+		installer = inputs(t).BOM.Images.GIBInstaller.Reference
+	}
 	out := []runtime.Object{&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cpu-pool-1"}}}
 	var pods []runtime.Object
 	for i := range n {
-		name := fmt.Sprintf("a3mega-pool-%d", i+1)
+		name := fmt.Sprintf("%s-%d", prefix, i+1)
 		out = append(out, &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{
 				Name:   name,
-				Labels: map[string]string{pool.LabelAccelerator: pool.A3Mega.Accelerator, fabric.InstanceTypeLabel: fabric.TCPXO.MachineTypes[0].Name},
+				Labels: map[string]string{pool.LabelAccelerator: mt.Accelerator, fabric.InstanceTypeLabel: mt.Name},
 				Annotations: map[string]string{
 					networkv1.NorthInterfacesAnnotationKey: northJSON,
 					networkv1.NICInfoAnnotationKey:         infoJSON,
 				},
 			},
-			Status: corev1.NodeStatus{Capacity: resources.DeepCopy(), Allocatable: resources.DeepCopy()},
+			Status: corev1.NodeStatus{Capacity: resources.DeepCopy(), Allocatable: resources.DeepCopy(), NodeInfo: corev1.NodeSystemInfo{KubeletVersion: kubelet}},
 		})
 		pods = append(pods, &corev1.Pod{
-			// The installer DaemonSet's pod (runtimes/components.yaml).
-			ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "nccl-tcpxo-installer-" + name, Labels: map[string]string{"k8s-app": "nccl-tcpxo-installer"}},
+			// The installer DaemonSet's pod (runtimes/components.yaml,
+			// components-rdma.yaml).
+			ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: f.InstallerDaemonSet + "-" + name, Labels: map[string]string{"k8s-app": f.InstallerDaemonSet}},
 			Spec: corev1.PodSpec{
 				NodeName:       name,
-				InitContainers: []corev1.Container{{Name: "nccl-tcpxo-installer", Image: installer}},
+				InitContainers: []corev1.Container{{Name: f.InstallerDaemonSet, Image: installer}},
 				Containers:     []corev1.Container{{Name: "pause", Image: "gke.gcr.io/pause:3.8"}},
 			},
 		})
@@ -155,7 +179,7 @@ func gpuNodes(t testing.TB, recipeName string, n int) []runtime.Object {
 func gkeNetworks(t testing.TB) []*unstructured.Unstructured {
 	t.Helper()
 	var names []string
-	for _, r := range []string{declared, undeclared} {
+	for _, r := range []string{declared, undeclared, gibRecipe} {
 		for _, b := range loadRecipe(t, r).Interfaces().Bindings() {
 			if !slices.Contains(names, b.Network) {
 				names = append(names, b.Network)
@@ -168,7 +192,7 @@ func gkeNetworks(t testing.TB) []*unstructured.Unstructured {
 		params := &networkv1.GKENetworkParamSet{
 			TypeMeta:   metav1.TypeMeta{APIVersion: networkv1.SchemeGroupVersion.String(), Kind: "GKENetworkParamSet"},
 			ObjectMeta: metav1.ObjectMeta{Name: n},
-			Spec:       networkv1.GKENetworkParamSetSpec{VPC: "vpc-" + n, VPCSubnet: "subnet-" + n, DeviceMode: networkv1.NetDevice},
+			Spec:       networkv1.GKENetworkParamSetSpec{VPC: "vpc-" + n, VPCSubnet: "subnet-" + n, DeviceMode: deviceMode(n)},
 			Status:     networkv1.GKENetworkParamSetStatus{Conditions: []metav1.Condition{{Type: string(networkv1.GKENetworkParamSetStatusReady), Status: metav1.ConditionTrue, Reason: string(networkv1.GNPReady), LastTransitionTime: now}}},
 		}
 		net := &networkv1.Network{
@@ -189,6 +213,16 @@ func gkeNetworks(t testing.TB) []*unstructured.Unstructured {
 		}
 	}
 	return out
+}
+
+// deviceMode is the deviceMode of network n's GKENetworkParamSet: RDMA for
+// the gIB recipe's rdma-* networks, NetDevice for the rest (TCPXO's GPU-NIC
+// networks, gIB's gvnic-1).
+func deviceMode(n string) networkv1.DeviceModeType {
+	if strings.HasPrefix(n, "rdma-") {
+		return networkv1.RDMA
+	}
+	return networkv1.NetDevice
 }
 
 func namespace(name string) *corev1.Namespace {

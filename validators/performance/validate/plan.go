@@ -10,20 +10,23 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/kubeflow/trainer/v2/pkg/constants"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 
 	"github.com/tcpxogen/tcpxogen/internal/evidence"
-	"github.com/tcpxogen/tcpxogen/internal/names"
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
+	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/benchmark"
+	"github.com/tcpxogen/tcpxogen/validators/cluster"
 	"github.com/tcpxogen/tcpxogen/validators/performance/agreement"
 	"github.com/tcpxogen/tcpxogen/validators/performance/busbw"
 	"github.com/tcpxogen/tcpxogen/validators/performance/lifecycle"
 	"github.com/tcpxogen/tcpxogen/validators/performance/pool"
-	"github.com/tcpxogen/tcpxogen/validators/performance/recipe"
 	"github.com/tcpxogen/tcpxogen/validators/performance/report"
 	"github.com/tcpxogen/tcpxogen/validators/schema"
 )
@@ -39,6 +42,9 @@ type preflightResult struct {
 	trainerPlan lifecycle.Plan
 
 	gpuNodes int
+	// gateFailed: the GPU nodes are not a pool of the recipe's fabric and
+	// machine type, so check cluster's checks are not run on them.
+	gateFailed bool
 
 	// deployed is the deployed shipped runtime; nil when there is none.
 	deployed *trainer.ClusterTrainingRuntime
@@ -147,31 +153,101 @@ func (v *validation) checkTrainer(ctx context.Context, cl *Clients) error {
 	return nil
 }
 
+// checkPool judges the GPU nodes of the recipe's machine type (the nodes
+// the shipped runtime's node selector sends the benchmark to) as one
+// homogeneous pool of it. The machine type decides the fabric, so it is
+// judged first (cluster.CheckPool, as check cluster does): when no GPU node
+// is of the recipe's machine type, the GPU nodes there are are judged as a
+// pool of the run's fabric, and the refusal names both (A3 Ultra nodes for
+// a TCPXO recipe, A3 Mega nodes for a gIB one, A3 High or A3 Edge for
+// either, the other gIB machine type than the recipe's). GPU nodes of other
+// machine types beside the pool are not the benchmark's and are left out.
 func (v *validation) checkPool(ctx context.Context, cl *Clients) error {
 	nodes, err := cl.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return readError("Nodes", nodesResource, "list", err)
 	}
-	want := pool.A3Mega.WithMapping(v.rec.Interfaces())
-	if err := pool.CheckNodes(nodes.Items, want); err != nil {
+	sel := v.poolSelector()
+	var gpus, selected []corev1.Node
+	for _, n := range nodes.Items {
+		if !isGPUNode(&n) {
+			continue
+		}
+		gpus = append(gpus, n)
+		if sel.Matches(labels.Set(n.Labels)) {
+			selected = append(selected, n)
+		}
+	}
+	if err := v.gatePool(gpus, selected); err != nil {
+		v.gateFailed = true
 		v.section("GPU pool: FAILED", "  "+indent(err.Error(), "  "))
 		v.refuse("GPU pool", "%s", err)
 		return nil
 	}
-	// CheckNodes passed, so every GPU node is an A3 Mega node.
-	for _, n := range nodes.Items {
-		if n.Labels[pool.LabelAccelerator] == want.Accelerator {
-			v.gpuNodes++
-		}
+	want := pool.For(v.mt, v.fab).WithMapping(v.rec.Interfaces())
+	judged := selected
+	if len(selected) == 0 {
+		judged = nodes.Items // CheckNodes says what the GPU nodes there are lack
 	}
+	if err := pool.CheckNodes(judged, want); err != nil {
+		v.section("GPU pool: FAILED", "  "+indent(err.Error(), "  "))
+		v.refuse("GPU pool", "%s", err)
+		return nil
+	}
+	v.gpuNodes = len(selected)
 	s := v.section("GPU pool: ok",
 		fmt.Sprintf("  %d GPU nodes, all %s with %d GPUs and the recipe's %d GPU-NIC networks (%s)",
 			v.gpuNodes, want.Accelerator, want.GPUs, len(want.GPUNICNetworks), strings.Join(want.GPUNICNetworks, ", ")))
+	if others := len(gpus) - len(selected); others > 0 {
+		s.lines = append(s.lines, fmt.Sprintf("  %d GPU node(s) of other machine types left out: the benchmark's pods select %s", others, sel))
+	}
 	if v.gpuNodes < v.opts.Nodes {
 		s.title = "GPU pool: FAILED"
-		v.refuse("GPU pool", "the benchmark spans --nodes %d GPU nodes but the pool has %d: pass --nodes %d or scale the A3 Mega node pool up", v.opts.Nodes, v.gpuNodes, v.gpuNodes)
+		v.refuse("GPU pool", "the benchmark spans --nodes %d GPU nodes but the pool has %d: pass --nodes %d or scale the %s node pool up", v.opts.Nodes, v.gpuNodes, v.gpuNodes, v.mt.Name)
 	}
 	return nil
+}
+
+// poolSelector selects the nodes of the recipe's machine type by their
+// accelerator label, as the fabric's shipped runtime and check cluster's
+// default --node-selector do (for TCPXO, cluster.DefaultNodeSelector).
+func (v *validation) poolSelector() labels.Selector {
+	return labels.SelectorFromSet(labels.Set{fabric.AcceleratorLabel: v.mt.Accelerator})
+}
+
+// gatePool is the machine-type gate: the selected nodes must be a pool of
+// the run's fabric (cluster.CheckPool: one machine type, labelled, not
+// DRANET) of the recipe's machine type; with none selected, the GPU nodes
+// there are say what the cluster is instead, naming both.
+func (v *validation) gatePool(gpus, selected []corev1.Node) error {
+	judged := selected
+	if len(selected) == 0 {
+		if len(gpus) == 0 {
+			return nil // pool.CheckNodes names it: no GPU nodes
+		}
+		judged = gpus
+	}
+	mt, err := cluster.CheckPool(judged, v.fab)
+	if err != nil {
+		// CheckPool speaks check cluster's flags; validate's pool is the
+		// one the recipe's machine type selects.
+		return fmt.Errorf("the recipe is for %s (%s, --fabric %s), but: %w (validate benchmarks the GPU nodes labelled %s)", v.mt.Name, v.fab.Title, v.fab.Name, err, v.poolSelector())
+	}
+	if mt.Name != v.mt.Name {
+		return fmt.Errorf("the recipe is for %s (%s), but the GPU nodes (%d) are %s: %s selects %s nodes, so it would not run here; give the %s pool's recipe (criteria.accelerator %s), or add a %s node pool",
+			v.mt.Name, v.mt.Accelerator, len(judged), mt.Name, v.runtimeName(), v.mt.Name, mt.Name, mt.GPU, v.mt.Name)
+	}
+	return nil
+}
+
+// isGPUNode is pool.CheckNodes' GPU node: the accelerator label, or
+// allocatable GPUs (a GPU node whose device plugin is down is still one).
+func isGPUNode(n *corev1.Node) bool {
+	if _, ok := n.Labels[fabric.AcceleratorLabel]; ok {
+		return true
+	}
+	q, ok := n.Status.Allocatable[pool.ResourceGPU]
+	return ok && !q.IsZero()
 }
 
 func (v *validation) checkNamespace(ctx context.Context, cl *Clients) error {
@@ -193,7 +269,7 @@ func (v *validation) checkNamespace(ctx context.Context, cl *Clients) error {
 // recipe → deployed → rendered agreement. It returns nil when there is none
 // to derive from.
 func (v *validation) checkShipped(ctx context.Context, cl *Clients) (*trainer.ClusterTrainingRuntime, error) {
-	title := "shipped runtime: ClusterTrainingRuntime " + names.Runtime
+	title := "shipped runtime: ClusterTrainingRuntime " + v.runtimeName()
 	if v.trainerPlan.Decision.Install {
 		// Nothing can be deployed where the trainer's CRDs are not.
 		v.applyShipped = true
@@ -203,14 +279,14 @@ func (v *validation) checkShipped(ctx context.Context, cl *Clients) (*trainer.Cl
 			"  reads it back, checks that it agrees with the render, and derives the benchmark from what the server stored")
 		return v.rendered, nil
 	}
-	deployed, err := deployedRuntime(ctx, cl, names.Runtime)
+	deployed, err := deployedRuntime(ctx, cl, v.runtimeName())
 	if err != nil {
 		return nil, err
 	}
 	if deployed == nil {
 		v.section(title+": FAILED", "  not deployed")
-		v.refuse("shipped runtime", "ClusterTrainingRuntime %s is not deployed, so there is no shipped runtime to benchmark: render it from the recipe's mapping and apply it: tcpxogen render runtime --interfaces %s | kubectl apply -f -",
-			names.Runtime, v.rec.Interfaces().String())
+		v.refuse("shipped runtime", "ClusterTrainingRuntime %s is not deployed, so there is no shipped runtime to benchmark: render it from the recipe's mapping and apply it: %s | kubectl apply -f -",
+			v.runtimeName(), v.renderCommand())
 		return nil, nil
 	}
 	v.deployed = deployed
@@ -220,15 +296,15 @@ func (v *validation) checkShipped(ctx context.Context, cl *Clients) (*trainer.Cl
 	}
 	v.diffs, err = agreement.Compare(sv, deployed, v.rendered)
 	if err != nil {
-		return nil, fmt.Errorf("comparing the deployed %s with the render: %w", names.Runtime, err)
+		return nil, fmt.Errorf("comparing the deployed %s with the render: %w", v.runtimeName(), err)
 	}
 	if len(v.diffs) > 0 {
 		s := v.section(title+": FAILED", fmt.Sprintf("  deployed, but differs from what the recipe's mapping renders in %d place(s):", len(v.diffs)))
 		for _, d := range v.diffs {
 			s.lines = append(s.lines, "    "+d)
 		}
-		v.refuse("shipped runtime", "the deployed ClusterTrainingRuntime %s does not agree with what the recipe's mapping renders, so a benchmark derived from it would not be evidence about what ships:\n    %s\n  re-render it from the recipe and replace the deployed one (tcpxogen render runtime --interfaces %s | kubectl replace -f -), or fix the recipe if the cluster is right",
-			names.Runtime, strings.Join(v.diffs, "\n    "), v.rec.Interfaces().String())
+		v.refuse("shipped runtime", "the deployed ClusterTrainingRuntime %s does not agree with what the recipe's mapping renders, so a benchmark derived from it would not be evidence about what ships:\n    %s\n  re-render it from the recipe and replace the deployed one (%s | kubectl replace -f -), or fix the recipe if the cluster is right",
+			v.runtimeName(), strings.Join(v.diffs, "\n    "), v.renderCommand())
 		return nil, nil
 	}
 	v.section(title+": ok", "  deployed, and agrees with what the recipe's mapping renders (the spec and the labels and annotations it sets; server fields and CRD defaults ignored)")
@@ -276,31 +352,32 @@ func (v *validation) planBenchmark(source *trainer.ClusterTrainingRuntime) {
 	if err != nil {
 		s.title = "benchmark: FAILED"
 		s.lines = append(s.lines, "  "+err.Error())
-		v.refuse("benchmark", "deriving the benchmark from %s: %v", names.Runtime, err)
+		v.refuse("benchmark", "deriving the benchmark from %s: %v", v.runtimeName(), err)
 		return
 	}
 	if diffs := benchmark.WiringEqual(source, bench); len(diffs) > 0 {
 		// Derive's own guarantee failed: a bug, but the run must not
 		// measure a runtime whose wiring is not the shipped one.
 		s.title = "benchmark: FAILED"
-		v.refuse("benchmark", "the derived benchmark's wiring differs from %s, which is a bug in tcpxogen's derivation; please report it:\n    %s", names.Runtime, strings.Join(diffs, "\n    "))
+		v.refuse("benchmark", "the derived benchmark's wiring differs from %s, which is a bug in tcpxogen's derivation; please report it:\n    %s", v.runtimeName(), strings.Join(diffs, "\n    "))
 		return
 	}
 	bench.Labels[RunLabel] = v.runID
 	v.bench = bench
 	v.trainJob = trainJobFor(bench, v.runID)
 
-	from := "the deployed " + names.Runtime
+	from := "the deployed " + v.runtimeName()
 	if v.applyShipped {
-		from = names.Runtime + " as the run will apply it (derived again from what the server stores)"
+		from = v.runtimeName() + " as the run will apply it (derived again from what the server stores)"
 	}
 	mpi := bench.Spec.MLPolicy.MPI
+	launcher := container(bench, constants.Launcher, constants.Node)
 	created := []string{
 		fmt.Sprintf("TrainJob %s/%s", v.trainJob.Namespace, v.trainJob.Name),
 		fmt.Sprintf("TrainingRuntime %s/%s", bench.Namespace, bench.Name),
 	}
 	if v.applyShipped {
-		created = append(created, "ClusterTrainingRuntime "+names.Runtime)
+		created = append(created, "ClusterTrainingRuntime "+v.runtimeName())
 	}
 	afterwards := strings.Join(created, ", ")
 	switch {
@@ -311,10 +388,11 @@ func (v *validation) planBenchmark(source *trainer.ClusterTrainingRuntime) {
 	}
 	s.lines = append(s.lines,
 		fmt.Sprintf("  would create TrainingRuntime %s/%s, derived from %s", bench.Namespace, bench.Name, from),
-		fmt.Sprintf("    image %s; %d nodes × %d ranks (one per GPU); all_reduce_perf %s..%s; wiring equal to the shipped runtime", v.params.Image, *bench.Spec.MLPolicy.NumNodes, ptr.Deref(mpi.NumProcPerNode, 0), benchmark.DefaultMinBytes, benchmark.DefaultMaxBytes),
+		fmt.Sprintf("    image %s; %d nodes × %d ranks (one per GPU); %s %s..%s%s; wiring equal to the shipped runtime", v.params.Image, *bench.Spec.MLPolicy.NumNodes, ptr.Deref(mpi.NumProcPerNode, 0),
+			benchmark.Perf(v.params.Collective), argAfter(launcher.Args, "-b"), argAfter(launcher.Args, "-e"), sshdText(v.fab, bench)),
 		fmt.Sprintf("  would create TrainJob %s/%s referencing it, wait for it to finish (the whole run is bounded by --timeout %s), and read the %s pod's log", v.trainJob.Namespace, v.trainJob.Name, v.opts.Timeout, constants.Launcher),
 		"  would delete afterwards, whatever the outcome: "+afterwards,
-		fmt.Sprintf("  floor: %s %s GB/s (recipe); passes at >= %s GB/s (%g × declared)", recipe.ConstraintAllReduceBW, floorText(v), busbw.FormatGBps(v.floor.Threshold()), busbw.PassFraction),
+		fmt.Sprintf("  floor: %s %s GB/s (recipe); passes at >= %s GB/s (%g × declared)", v.rec.FloorConstraint(), floorText(v), busbw.FormatGBps(v.floor.Threshold()), busbw.PassFraction),
 		"  runtimeSource: "+v.runtimeSourceText(),
 		fmt.Sprintf("  report: %s, %s and %s in %s", report.File, report.ChartFile, LogFile, v.opts.Out),
 	)
@@ -322,6 +400,15 @@ func (v *validation) planBenchmark(source *trainer.ClusterTrainingRuntime) {
 		s.lines = append(s.lines, fmt.Sprintf("  evidence: %s in %s, signed with the %s key %s; the images the benchmark pods ran must be digests (imageID)%s",
 			evidence.BundleFile, v.opts.Out, v.key.Algorithm(), v.key.Public().Hint(), mutableText(v.opts.AllowMutableTags)))
 	}
+}
+
+// sshdText is gIB's "over MPI, sshd on port N" (its dry run's wording,
+// kept); nothing for TCPXO, whose line was written before.
+func sshdText(f fabric.Fabric, bench *trainer.TrainingRuntime) string {
+	if f.Name == fabric.TCPXO.Name {
+		return ""
+	}
+	return " over MPI, sshd on port " + argAfter(container(bench, constants.Node, runtimes.NodeContainer).Args, "-p")
 }
 
 func floorText(v *validation) string {
@@ -345,7 +432,7 @@ func (v *validation) runtimeSourceText() string {
 	case err != nil:
 		return "none: " + err.Error()
 	case v.applyShipped:
-		return string(prov.RuntimeSource) + ", once the applied " + names.Runtime + " is read back and agrees with the render (checked before deriving)"
+		return string(prov.RuntimeSource) + ", once the applied " + v.runtimeName() + " is read back and agrees with the render (checked before deriving)"
 	}
 	return string(prov.RuntimeSource)
 }
@@ -357,10 +444,11 @@ func trainJobFor(bench *trainer.TrainingRuntime, runID string) *trainer.TrainJob
 	return tj
 }
 
-// writePlan prints the plan.
-func (v *validation) writePlan(w io.Writer) {
+// writePlan prints the plan (and, for a gIB dry run, the derived objects:
+// printsObjects).
+func (v *validation) writePlan(w io.Writer) error {
 	c := v.rec.Criteria
-	fmt.Fprintf(w, "validate plan: recipe %s (%s, %s, %s, %s) on %s, run %s\n", v.opts.Recipe, c.Service, c.Accelerator, c.Intent, c.Platform, v.host, v.runID)
+	fmt.Fprintf(w, "validate plan: recipe %s (%s, %s, %s, %s), fabric %s on %s, on %s, run %s\n", v.opts.Recipe, c.Service, c.Accelerator, c.Intent, c.Platform, v.fab.Name, v.mt.Name, v.host, v.runID)
 	for _, s := range v.sections {
 		fmt.Fprintf(w, "\n%s\n", s.title)
 		for _, l := range s.lines {
@@ -368,12 +456,19 @@ func (v *validation) writePlan(w io.Writer) {
 		}
 	}
 	fmt.Fprintln(w)
+	if v.printsObjects() {
+		if err := v.writeObjects(w); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+	}
 	switch {
 	case len(v.problems) > 0:
 		fmt.Fprintf(w, "refused: %d problem(s); nothing was or would be created, changed or deleted\n", len(v.problems))
 	case v.opts.DryRun:
 		fmt.Fprintln(w, "dry run: nothing was created, changed or deleted")
 	}
+	return nil
 }
 
 // refusal returns the problems as one error (exit 1), each with its fix.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tcpxogen/tcpxogen/internal/atomicfile"
 	"github.com/tcpxogen/tcpxogen/internal/evidence"
+	"github.com/tcpxogen/tcpxogen/runtimes/benchmark"
 	"github.com/tcpxogen/tcpxogen/validators/performance/busbw"
 	"github.com/tcpxogen/tcpxogen/validators/performance/report"
 )
@@ -32,27 +33,53 @@ type outcome struct {
 	bundle []byte
 }
 
-// judge evaluates a launcher log the way `tcpxogen nccl-report` does, but
-// with the provenance only a live run knows (rc: runtime source, trainer
-// lifecycle action, versions). A log that is not nccl-tests output at all is
-// an error; a run that failed, stopped early or was too slow is a verdict.
-func judge(r io.Reader, floor busbw.Floor, pluginVersion string, rc report.Context) (*outcome, error) {
+// judging is how the run's launcher log is judged: the floor, the
+// collective the benchmark ran, and the fabric's log rules (busbw's table:
+// the network NCCL must name, the plugin version line where the fabric
+// has one).
+type judging struct {
+	floor busbw.Floor
+	// collective is busbw's name of the benchmark's collective (its perf
+	// binary: all_gather_perf).
+	collective    string
+	fabric        busbw.Fabric
+	pluginVersion string
+}
+
+// judging is the run's: its fabric's log rules, the recipe's floor, the
+// benchmark's collective and the pinned plugin version.
+func (v *validation) judging() (judging, error) {
+	fab, err := busbw.LookupFabric(v.fab.Name)
+	if err != nil {
+		// busbw's tests hold its table to the fabric registry.
+		return judging{}, fmt.Errorf("judging a --fabric %s log, which is a bug in tcpxogen: %w", v.fab.Name, err)
+	}
+	return judging{floor: v.floor, collective: benchmark.Perf(v.params.Collective), fabric: fab, pluginVersion: v.facts.PluginVersion}, nil
+}
+
+// judge evaluates a launcher log the way `tcpxogen nccl-report --fabric F`
+// does, but with the provenance only a live run knows (rc: runtime source,
+// trainer lifecycle action, versions). A log that is not nccl-tests output
+// of the benchmark's collective at all is an error; a run that failed,
+// stopped early or was too slow is a verdict.
+func judge(r io.Reader, j judging, rc report.Context) (*outcome, error) {
+	perf := j.collective
 	raw, err := io.ReadAll(io.LimitReader(r, maxLog+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading the launcher log: %w", err)
 	}
 	if len(raw) > maxLog {
-		return nil, fmt.Errorf("the launcher log is larger than %d MiB; all_reduce_perf prints a few MiB at most, so the launcher ran something else: check the benchmark image", maxLog>>20)
+		return nil, fmt.Errorf("the launcher log is larger than %d MiB; %s prints a few MiB at most, so the launcher ran something else: check the benchmark image", maxLog>>20, perf)
 	}
 	o := &outcome{raw: raw}
 	o.Log, err = busbw.Parse(bytes.NewReader(raw))
 	if err != nil {
-		return o, fmt.Errorf("the launcher log holds no readable all_reduce_perf run: %w", err)
+		return o, fmt.Errorf("the launcher log holds no readable %s run: %w", perf, err)
 	}
-	if err := o.Log.CheckCollective(busbw.AllReduce); err != nil {
-		return o, fmt.Errorf("the launcher log is not an all_reduce_perf run: %w", err)
+	if err := o.Log.CheckCollective(j.collective); err != nil {
+		return o, fmt.Errorf("the launcher log is not an %s run: %w", perf, err)
 	}
-	o.Verdict = busbw.Evaluate(o.Log, floor, pluginVersion)
+	o.Verdict = busbw.EvaluateFabric(o.Log, j.floor, j.pluginVersion, j.fabric)
 	if o.ctrf, err = report.CTRF(o.Verdict, o.Log, rc); err != nil {
 		return o, fmt.Errorf("writing the CTRF report: %w", err)
 	}

@@ -39,7 +39,7 @@ var liveContext = report.Context{RuntimeSource: "shipped", TrainerAction: "use-d
 // verdict, and a CTRF report carrying the provenance only a live run knows.
 func TestJudgeHealthyLog(t *testing.T) {
 	floor, _ := busbw.ParseFloor(">= 300")
-	o, err := judge(ncclLog(t, "healthy.log"), floor, "v1.0.15", liveContext)
+	o, err := judge(ncclLog(t, "healthy.log"), tcpxoJudging(t, floor), liveContext)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestJudgeHealthyLog(t *testing.T) {
 
 func TestJudgeFailingLogs(t *testing.T) {
 	floor, _ := busbw.ParseFloor("300")
-	o, err := judge(ncclLog(t, "tcp-fallback.log"), floor, "v1.0.15", liveContext)
+	o, err := judge(ncclLog(t, "tcp-fallback.log"), tcpxoJudging(t, floor), liveContext)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestJudgeFailingLogs(t *testing.T) {
 
 	// A launcher that never ran the benchmark: no verdict, but its log is
 	// kept to show why.
-	o, err = judge(strings.NewReader("ssh: connect to host nccl-bench-node-1 port 22: Connection refused\n"), floor, "v1.0.15", liveContext)
+	o, err = judge(strings.NewReader("ssh: connect to host nccl-bench-node-1 port 22: Connection refused\n"), tcpxoJudging(t, floor), liveContext)
 	if !errors.Is(err, busbw.ErrNoOutput) || o == nil {
 		t.Fatalf("judge = %v, %v", o, err)
 	}
@@ -109,7 +109,7 @@ func TestJudgeFailingLogs(t *testing.T) {
 
 	// A launcher that ran another benchmark: no verdict against the
 	// all_reduce floor, and the error names what ran.
-	o, err = judge(ncclLog(t, filepath.Join("published", "triton-distributed-137-all-gather.log")), floor, "v1.0.15", liveContext)
+	o, err = judge(ncclLog(t, filepath.Join("published", "triton-distributed-137-all-gather.log")), tcpxoJudging(t, floor), liveContext)
 	if !errors.Is(err, busbw.ErrOtherCollective) || !strings.Contains(fmt.Sprint(err), "all_gather_perf") || o == nil || o.ctrf != nil {
 		t.Fatalf("judge = %v, %v", o, err)
 	}
@@ -207,4 +207,15 @@ func TestTrainJobReferencesTheBenchmark(t *testing.T) {
 	if tj.Spec.Trainer != nil || tj.Spec.RuntimePatches != nil || tj.Spec.Initializer != nil {
 		t.Error("the TrainJob overrides the runtime it measures")
 	}
+}
+
+// tcpxoJudging judges a TCPXO all_reduce log against floor with the plugin
+// version of the test logs.
+func tcpxoJudging(t testing.TB, floor busbw.Floor) judging {
+	t.Helper()
+	fab, err := busbw.LookupFabric(busbw.DefaultFabric)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return judging{floor: floor, collective: busbw.AllReduce, fabric: fab, pluginVersion: "v1.0.15"}
 }

@@ -6,11 +6,16 @@
 //  1. the trainer lifecycle policy (docs/design.md, "Recipe-driven validation
 //     policy") from the recipe and what is on the cluster: use, reuse,
 //     install-and-tear-down, or refuse;
-//  2. the GPU pool: every GPU node one homogeneous A3 Mega pool attached to
-//     the recipe's GPU-NIC networks, with enough nodes for the benchmark;
-//  3. the shipped runtime: the deployed torch-distributed-tcpxo must agree
-//     with what the recipe's mapping renders (recipe → deployed → rendered),
-//     or the result could not be called evidence about what ships;
+//  2. the GPU pool: the machine type decides the fabric, so the GPU nodes
+//     of the recipe's machine type (A3 Mega for TCPXO; A3 Ultra or A4, as
+//     the gIB recipe's accelerator names, for gIB) must be one homogeneous
+//     pool of it attached to the recipe's GPU-NIC networks, with enough
+//     nodes for the benchmark, and pass check cluster's checks; GPU nodes
+//     of another machine type only are refused, naming both;
+//  3. the shipped runtime: the deployed torch-distributed-tcpxo (gIB:
+//     torch-distributed-rdma-<machine type>) must agree with what the
+//     recipe's mapping renders (recipe → deployed → rendered), or the
+//     result could not be called evidence about what ships;
 //  4. the benchmark: a namespaced MPI TrainingRuntime derived from the
 //     deployed runtime, and a TrainJob referencing it; the bandwidth floor;
 //     the result's runtimeSource.
@@ -37,6 +42,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -46,9 +52,10 @@ import (
 	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/internal/evidence"
 	"github.com/tcpxogen/tcpxogen/internal/fabric"
-	"github.com/tcpxogen/tcpxogen/internal/names"
+	"github.com/tcpxogen/tcpxogen/internal/facts"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/benchmark"
+	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
 	"github.com/tcpxogen/tcpxogen/validators/performance/busbw"
 	"github.com/tcpxogen/tcpxogen/validators/performance/recipe"
@@ -85,8 +92,7 @@ type Options struct {
 	// tag only, recording so in the predicate.
 	AllowMutableTags bool
 	// Fabric is the fabric validated (internal/fabric), which the recipe
-	// must be for; gib derives and prints its benchmark with DryRun only,
-	// without a cluster (dryRunGIB).
+	// must be for.
 	Fabric string
 }
 
@@ -97,14 +103,14 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the pod's service account)")
 	fs.StringVar(&o.KubeContext, "context", "", "kubeconfig context (default: the current context)")
 	fs.StringVar(&o.Namespace, "namespace", DefaultNamespace, "namespace the benchmark TrainingRuntime and TrainJob are created in; it must exist")
-	fs.StringVar(&o.Image, "benchmark-image", "", "override the benchmark image (default: the pinned installer image, which carries the MPI build of nccl-tests and sshd); pinned as repo:tag@sha256:<64 hex>, with all_reduce_perf and sshd where the installer image has them")
+	fs.StringVar(&o.Image, "benchmark-image", "", "override the benchmark image (default: the pinned installer image, with --fabric gib the pinned diagnostic image, each carrying the MPI build of nccl-tests and sshd); pinned as repo:tag@sha256:<64 hex>, with the perf binary and sshd where the default image has them")
 	fs.IntVar(&o.Nodes, "nodes", int(benchmark.DefaultNumNodes), "GPU nodes the benchmark spans (at least 2)")
 	fs.StringVar(&o.TrainerManifests, "trainer-manifests", "", "the pinned Kubeflow Trainer's install manifests, used only when the policy installs the trainer (the recipe does not declare it and the cluster has none); default: rendered offline from the trainer's and JobSet's Go modules")
 	fs.DurationVar(&o.Timeout, "timeout", DefaultTimeout, "bound on the live run: trainer install, benchmark and waiting for it (teardown has its own bound)")
 	fs.StringVar(&o.Out, "out", ".", "directory for the report, the chart and the launcher log")
 	fs.StringVar(&o.Root, "root", "", "repository root holding bom/ (default: found upwards from the working directory)")
-	fs.BoolVar(&o.DryRun, "dry-run", false, "print the plan and stop; only reads the cluster (with --fabric gib: reads none, and prints the derived benchmark)")
-	fs.StringVar(&o.Fabric, "fabric", fabric.Default, "the fabric the recipe is for: tcpxo, or gib (GPUDirect-RDMA with NCCL/gIB, a recipe with fabric: gib), which runs with --dry-run only: it derives and prints the benchmark from the recipe without reading a cluster")
+	fs.BoolVar(&o.DryRun, "dry-run", false, "print the plan and stop; only reads the cluster (with --fabric gib it also prints the derived benchmark TrainingRuntime and TrainJob)")
+	fs.StringVar(&o.Fabric, "fabric", fabric.Default, "the fabric the recipe is for: tcpxo, or gib (GPUDirect-RDMA with NCCL/gIB on A3 Ultra or A4, a recipe with fabric: gib, whose criteria.accelerator names the machine type; its benchmark is all_gather_perf or all_reduce_perf, as the recipe's floor names, from the pinned diagnostic image, and --sign-key is TCPXO's only)")
 	fs.StringVar(&o.SignKey, "sign-key", "", "`FILE`: an unencrypted ECDSA P-256 or Ed25519 private key (PEM, as openssl genpkey writes it), read before anything else (also with --dry-run); also write "+evidence.BundleFile+", a Sigstore bundle signing the report, chart and log with the images the benchmark ran (by digest) and the deployed runtime's digest, which `tcpxogen verify` checks with the public key alone")
 	fs.BoolVar(&o.AllowMutableTags, "allow-mutable-tags", false, "with --sign-key, sign even when a benchmark container ran an image known only by a mutable tag (no sha256 digest in its imageID); the evidence records it (mutableTagsAllowed, tagOnlyImages). Without it such a run writes its report but no bundle, and exits 1")
 }
@@ -131,10 +137,7 @@ func Run(ctx context.Context, o Options, connect ConnectFunc, out, errOut io.Wri
 	if err != nil {
 		return badInput("--fabric: %w", err)
 	}
-	if f.Name == fabric.GIB.Name {
-		return dryRunGIB(o, out)
-	}
-	v, err := prepare(o)
+	v, err := prepare(o, f)
 	if err != nil {
 		return err
 	}
@@ -154,7 +157,9 @@ func Run(ctx context.Context, o Options, connect ConnectFunc, out, errOut io.Wri
 	if err := v.preflight(ctx, cl); err != nil {
 		return err
 	}
-	v.writePlan(out)
+	if err := v.writePlan(out); err != nil {
+		return err
+	}
 	if err := v.refusal(); err != nil {
 		return err
 	}
@@ -173,7 +178,7 @@ type streams struct{ Out, Err io.Writer }
 // (checked by deriving from that render, so the rules are derive's own) and
 // the trainer manifests. All of it is bad input when wrong, and it is
 // reported before anything is read from a cluster.
-func prepare(o Options) (*validation, error) {
+func prepare(o Options, f fabric.Fabric) (*validation, error) {
 	if o.Recipe == "" {
 		return nil, badInput("--recipe is required: give the recipe file of the cluster being validated")
 	}
@@ -183,6 +188,11 @@ func prepare(o Options) (*validation, error) {
 	// The key is read first: an unusable key is bad input, reported
 	// before the cluster is contacted.
 	var key *evidence.PrivateKey
+	if f.Name != fabric.TCPXO.Name && (o.SignKey != "" || o.AllowMutableTags) {
+		// The evidence predicate describes TCPXO runs only
+		// (evidence.Fabric): a gIB bundle would claim a fabric it is not.
+		return nil, badInput("--sign-key and --allow-mutable-tags sign TCPXO runs only: the evidence predicate (%s) describes the tcpxo fabric, so a signed --fabric %s run would claim a fabric it did not run on; drop them (the run still writes its report, chart and launcher log)", evidence.PredicateType, f.Name)
+	}
 	if o.SignKey != "" {
 		k, err := evidence.LoadPrivateKey("--sign-key", o.SignKey)
 		if err != nil {
@@ -197,8 +207,8 @@ func prepare(o Options) (*validation, error) {
 	if err != nil {
 		return nil, badInput("%w", err)
 	}
-	if rec.FabricName() != fabric.TCPXO.Name {
-		return nil, badInput("recipe %s is for fabric %s: run validate --fabric %s", o.Recipe, rec.FabricName(), rec.FabricName())
+	if rec.FabricName() != f.Name {
+		return nil, badInput("recipe %s is for fabric %s, not --fabric %s: run validate --fabric %s, or give a %s recipe", o.Recipe, rec.FabricName(), f.Name, rec.FabricName(), f.Name)
 	}
 	floor, err := floorOf(rec)
 	if err != nil {
@@ -212,18 +222,34 @@ func prepare(o Options) (*validation, error) {
 	if err != nil {
 		return nil, badInput("%w", err)
 	}
-	rendered, err := runtimes.TorchRuntime(in, runtimes.Options{Interfaces: rec.Interfaces()})
-	if err != nil {
-		return nil, badInput("recipe %s: its configuration does not render %s: %w", o.Recipe, names.Runtime, err)
+	mt, facts := f.MachineTypes[0], in.Facts
+	if f.Name == fabric.GIB.Name {
+		// The recipe's criteria.accelerator names the machine type
+		// (recipe.Load refuses a gIB recipe whose accelerator names none).
+		m, ok := f.MachineType(rec.MachineType())
+		if !ok {
+			return nil, badInput("recipe %s: criteria.accelerator %s names no %s machine type (%s)", o.Recipe, rec.Criteria.Accelerator, f.Name, strings.Join(f.MachineTypeNames(), ", "))
+		}
+		mt, facts = m, in.GIB
 	}
-	runID, err := newRunID()
+	v := &validation{opts: o, rec: rec, in: in, fab: f, mt: mt, facts: facts, floor: floor, key: key}
+	rendered, err := v.render(rec.Interfaces())
 	if err != nil {
+		return nil, badInput("recipe %s: its configuration does not render %s: %w", o.Recipe, v.runtimeName(), err)
+	}
+	v.rendered = rendered
+	if v.runID, err = newRunID(); err != nil {
 		return nil, err
 	}
-	// The benchmark runs from the pinned installer image, as Google's own
-	// nccl-tests samples do; --benchmark-image replaces only the image.
-	params := benchmark.ParamsFor(in.Facts)
-	params.Namespace, params.Name, params.NumNodes = o.Namespace, names.Benchmark+"-"+runID, int32(o.Nodes)
+	// The benchmark runs from the pinned image that carries nccl-tests'
+	// MPI build, as Google's own samples do: TCPXO's installer image
+	// (all_reduce), gIB's diagnostic image (the collective the recipe's
+	// floor names); --benchmark-image replaces only the image.
+	params := benchmark.ParamsFor(facts)
+	if f.Name == fabric.GIB.Name {
+		params = benchmark.GIBParamsFor(facts, mt.Name, collectiveOf[rec.FloorConstraint()])
+	}
+	params.Namespace, params.Name, params.NumNodes = o.Namespace, params.Fabric.Benchmark+"-"+benchSuffix(f, mt)+v.runID, int32(o.Nodes)
 	if o.Image != "" {
 		params.Image = o.Image
 	}
@@ -231,14 +257,14 @@ func prepare(o Options) (*validation, error) {
 		if errors.Is(err, benchmark.ErrParams) {
 			return nil, badInput("benchmark (--benchmark-image, --namespace, --nodes): %w", err)
 		}
-		return nil, fmt.Errorf("the %s rendered from the recipe cannot be benchmarked, which is a bug in tcpxogen: %w", names.Runtime, err)
+		return nil, fmt.Errorf("the %s rendered from the recipe cannot be benchmarked, which is a bug in tcpxogen: %w", v.runtimeName(), err)
 	}
+	v.params = params
 	if !o.DryRun {
 		if err := writableDir(o.Out); err != nil {
 			return nil, badInput("--out: %w", err)
 		}
 	}
-	v := &validation{opts: o, rec: rec, in: in, rendered: rendered, floor: floor, runID: runID, params: params, key: key}
 	if o.TrainerManifests != "" {
 		if v.trainerObjs, err = loadTrainerManifests(o.TrainerManifests, in.BOM); err != nil {
 			return nil, badInput("%w", err)
@@ -247,15 +273,15 @@ func prepare(o Options) (*validation, error) {
 	return v, nil
 }
 
-// floorOf turns the recipe's nccl-all-reduce-bw constraint into the floor
-// busbw judges with. busbw passes a run at >= 0.9 × the declared value for
+// floorOf turns the recipe's bandwidth constraint (nccl-all-reduce-bw, or
+// for gIB nccl-all-gather-bw) into the floor busbw judges with. busbw passes a run at >= 0.9 × the declared value for
 // both ">=" and ">": the 10% allowance for run-to-run variance dwarfs the
 // difference between the two at the boundary.
 func floorOf(rec *recipe.Recipe) (busbw.Floor, error) {
 	_, gbps := rec.Floor()
 	f, err := busbw.ParseFloor(strconv.FormatFloat(gbps, 'f', -1, 64))
 	if err != nil {
-		return busbw.Floor{}, fmt.Errorf("constraint %s: %w", recipe.ConstraintAllReduceBW, err)
+		return busbw.Floor{}, fmt.Errorf("constraint %s: %w", rec.FloorConstraint(), err)
 	}
 	return f, nil
 }
@@ -291,9 +317,15 @@ type validation struct {
 	rec      *recipe.Recipe
 	in       *runtimes.Inputs
 	rendered *trainer.ClusterTrainingRuntime
-	floor    busbw.Floor
-	runID    string
-	params   benchmark.Params
+	// fab is the fabric validated and mt the machine type its pool must
+	// be (TCPXO's one; the gIB recipe's); facts are the fabric's pinned
+	// image facts (in.Facts or in.GIB).
+	fab    fabric.Fabric
+	mt     fabric.MachineType
+	facts  facts.Facts
+	floor  busbw.Floor
+	runID  string
+	params benchmark.Params
 	// key signs the results (--sign-key); nil signs nothing.
 	key *evidence.PrivateKey
 	// trainerObjs are the --trainer-manifests objects, in apply order.
@@ -303,4 +335,36 @@ type validation struct {
 	left ledger
 
 	preflightResult
+}
+
+// runtimeName is the shipped ClusterTrainingRuntime of the run's fabric and
+// machine type: torch-distributed-tcpxo, torch-distributed-rdma-<mt>.
+func (v *validation) runtimeName() string { return v.fab.ShippedRuntime(v.mt.Name) }
+
+// render renders the fabric's shipped runtime for mapping m, as render
+// runtime does.
+func (v *validation) render(m interfaces.Mapping) (*trainer.ClusterTrainingRuntime, error) {
+	if v.fab.Name == fabric.GIB.Name {
+		return runtimes.RDMARuntime(v.in, runtimes.RDMAOptions{Interfaces: m, MachineType: v.mt.Name})
+	}
+	return runtimes.TorchRuntime(v.in, runtimes.Options{Interfaces: m})
+}
+
+// renderCommand is the render runtime command line that renders the
+// shipped runtime from the recipe's mapping, for remedies.
+func (v *validation) renderCommand() string {
+	if v.fab.Name == fabric.GIB.Name {
+		return fmt.Sprintf("tcpxogen render runtime --fabric %s --machine-type %s --interfaces %s", v.fab.Name, v.mt.Name, v.rec.Interfaces())
+	}
+	return "tcpxogen render runtime --interfaces " + v.rec.Interfaces().String()
+}
+
+// benchSuffix is what the benchmark's name carries between the fabric's
+// benchmark name and the run ID: gIB's machine type (nccl-tests-rdma-<mt>-,
+// as render benchmark names it), nothing for TCPXO.
+func benchSuffix(f fabric.Fabric, mt fabric.MachineType) string {
+	if f.RuntimePerMachineType {
+		return mt.Name + "-"
+	}
+	return ""
 }

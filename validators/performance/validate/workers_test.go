@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/internal/names"
 	"github.com/tcpxogen/tcpxogen/internal/wiring"
 	"github.com/tcpxogen/tcpxogen/runtimes/benchmark"
@@ -46,17 +47,17 @@ func TestWorkersWired(t *testing.T) {
 	}
 	good := workerPod(t, "w-0", tpl)
 	kube := fake.NewClientset(good, workerPod(t, "w-1", tpl))
-	if err := workersWired(context.Background(), kube, "default", "job", bench, nil); err != nil {
+	if err := workersWired(context.Background(), kube, fabric.TCPXO, shipped.Facts(), "default", "job", bench, nil); err != nil {
 		t.Fatalf("wired workers failed: %v", err)
 	}
 	bad := workerPod(t, "w-2", tpl)
 	bad.Annotations = nil
 	kube = fake.NewClientset(good, bad)
-	err = workersWired(context.Background(), kube, "default", "job", bench, nil)
+	err = workersWired(context.Background(), kube, fabric.TCPXO, shipped.Facts(), "default", "job", bench, nil)
 	if err == nil || !strings.Contains(err.Error(), "pod w-2: annotation lost") {
 		t.Fatalf("an unwired worker must fail the run naming it, got %v", err)
 	}
-	if err := workersWired(context.Background(), fake.NewClientset(), "default", "job", bench, nil); err == nil {
+	if err := workersWired(context.Background(), fake.NewClientset(), fabric.TCPXO, shipped.Facts(), "default", "job", bench, nil); err == nil {
 		t.Fatal("a run without worker pods passed")
 	}
 }

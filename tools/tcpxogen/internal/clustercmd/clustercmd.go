@@ -13,14 +13,9 @@ import (
 	"errors"
 	"fmt"
 
-	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
-
 	"sigs.k8s.io/yaml"
 
 	"github.com/tcpxogen/tcpxogen/internal/access"
-	"github.com/tcpxogen/tcpxogen/internal/fabric"
-	"github.com/tcpxogen/tcpxogen/runtimes"
-	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
 	"github.com/tcpxogen/tcpxogen/tools/internal/cli"
 	"github.com/tcpxogen/tcpxogen/tools/internal/clusterflags"
@@ -109,14 +104,7 @@ func CheckCluster(ctx context.Context, args []string, s cli.Streams) error {
 	if err != nil {
 		return cli.BadInput("%w", err)
 	}
-	want := cluster.Expect{BOM: in.BOM, Releases: in.Releases}
-	if fab.Name == fabric.GIB.Name {
-		// The deployed runtime of the pool's machine type is held to what
-		// the mapping renders; RunCheck sets the machine type.
-		want.Render = func(mt string, m interfaces.Mapping) (*trainer.ClusterTrainingRuntime, error) {
-			return runtimes.RDMARuntime(in, runtimes.RDMAOptions{MachineType: mt, Interfaces: m})
-		}
-	}
+	want := cluster.ExpectFor(in, fab)
 	if *recipePath != "" {
 		r, err := recipe.Load(*recipePath)
 		if err != nil {
