@@ -5,13 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	networkv1 "github.com/GoogleCloudPlatform/gke-networking-api/apis/network/v1"
 	resourcev1 "k8s.io/api/resource/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/tcpxogen/tcpxogen/bom"
 	"github.com/tcpxogen/tcpxogen/e2e/harness"
 	"github.com/tcpxogen/tcpxogen/internal/fabric"
 )
@@ -30,43 +27,11 @@ func TestDRANETByItsDriversDevices(t *testing.T) {
 	ctx := context.Background()
 	const driver = "mrdma.dranet.example.com"
 	mt := fabric.GIB.MachineTypes[0]
-	pool := harness.Pool{Name: "dranet", InstanceType: mt.Name, Accelerator: mt.Accelerator, Nodes: 2, KubeletVersion: "v1.34.1-gke.1829001"}
-	nodes, err := cp.Nodes.AddPool(ctx, pool)
-	t.Cleanup(func() {
-		if err := cp.Nodes.RemovePool(context.Background(), pool.Name); err != nil {
-			t.Errorf("removing pool %s: %v", pool.Name, err)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool := harness.Pool{Name: "dranet", InstanceType: mt.Name, Accelerator: mt.Accelerator, Nodes: 2}
+	nodes := addClusterPool(t, ctx, pool)
 	rdma := []string{"dranet-rdma-0", "dranet-rdma-1", "dranet-rdma-2", "dranet-rdma-3", "dranet-rdma-4", "dranet-rdma-5", "dranet-rdma-6", "dranet-rdma-7"}
-	if err := cp.AttachNetworksOf(ctx, networkv1.RDMA, rdma); err != nil {
-		t.Fatal(err)
-	}
-	if err := cp.MarkNetworksReady(ctx, rdma); err != nil {
-		t.Fatal(err)
-	}
-	b, _, _, err := bom.LoadEmbedded()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range nodes {
-		if err := cp.SetNodeNICs(ctx, n, harness.RDMANICs("", rdma)); err != nil {
-			t.Fatal(err)
-		}
-		if err := cp.SetInstallerPodOf(ctx, fabric.GIB.InstallerDaemonSet, n, b.Images.GIBInstaller.Reference); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() {
-		for _, n := range nodes {
-			if err := cp.Kube.CoreV1().Pods("kube-system").Delete(context.Background(), fabric.GIB.InstallerDaemonSet+"-"+n, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				t.Errorf("deleting the installer pod of %s: %v", n, err)
-			}
-		}
-	})
-	selector := "cloud.google.com/gke-nodepool=" + pool.Name
+	provisionGIB(t, ctx, rdma, nil, nodes, func(string) []harness.HostNIC { return harness.RDMANICs("", rdma) })
+	selector := poolSelector(pool.Name)
 	discover := []string{"discover", "--fabric", "gib", "--node-selector", selector}
 
 	// Without DRANET's objects the pool is a gIB pool.
@@ -99,7 +64,7 @@ func TestDRANETByItsDriversDevices(t *testing.T) {
 	want := []string{"1 node (" + nodes[1] + ") publishes devices of " + driver + ", the driver DeviceClass " + fabric.DRANETDeviceClass + " selects", "managed DRANET", "mutually exclusive attachment modes"}
 	for _, args := range [][]string{
 		discover,
-		{"render", "runtime", "--fabric", "gib", "--machine-type", mt.Name, "--from-cluster", "--node-selector", "cloud.google.com/gke-nodepool=" + pool.Name},
+		{"render", "runtime", "--fabric", "gib", "--machine-type", mt.Name, "--from-cluster", "--node-selector", selector},
 		{"check", "cluster", "--fabric", "gib", "--node-selector", selector},
 	} {
 		code, out, errs := runCLI(t, args...)

@@ -40,6 +40,14 @@ func healthyPlan(t *testing.T) harness.Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return launcherPlan(func(p *corev1.Pod) string {
+		return "e2e: served for TrainJob " + p.Labels[jobsetv1alpha2.JobSetNameKey] + "\n" + string(healthy)
+	})
+}
+
+// launcherPlan runs the launcher for a while, then succeeds, serving
+// log(pod) as its log; the workers run until JobSet ends them.
+func launcherPlan(log func(*corev1.Pod) string) harness.Plan {
 	return harness.Plan{
 		RunFor: 5 * time.Second,
 		Outcome: func(p *corev1.Pod) harness.Outcome {
@@ -50,7 +58,7 @@ func healthyPlan(t *testing.T) harness.Plan {
 		},
 		Log: func(p *corev1.Pod, container string) string {
 			if p.Labels[jobsetv1alpha2.ReplicatedJobNameKey] == "launcher" {
-				return "e2e: served for TrainJob " + p.Labels[jobsetv1alpha2.JobSetNameKey] + "\n" + string(healthy)
+				return log(p)
 			}
 			return ""
 		},

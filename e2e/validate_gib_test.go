@@ -9,28 +9,14 @@ import (
 	"testing"
 	"time"
 
-	networkv1 "github.com/GoogleCloudPlatform/gke-networking-api/apis/network/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/tcpxogen/tcpxogen/e2e/harness"
 	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/runtimes"
-	"github.com/tcpxogen/tcpxogen/runtimes/shipped"
 )
-
-// gibRDMANetworks are the RDMA networks of the gIB goldens' example
-// mapping (runtimes.ExampleRDMAInterfaces: eth2..eth9 on rdma-0..rdma-7,
-// no network on eth1), which installGIBRuntimes deploys.
-func gibRDMANetworks() []string {
-	var out []string
-	for _, b := range runtimes.ExampleRDMAInterfaces().Bindings() {
-		out = append(out, b.Network)
-	}
-	return out
-}
 
 // gibRecipeFile writes a gIB recipe for the machine type whose GPU is gpu
 // (criteria.accelerator: h200 is A3 Ultra, b200 A4), mapping the goldens'
@@ -68,42 +54,8 @@ configuration:
 // installer pods when t ends. It returns the pool's nodes.
 func addProvisionedGIBPool(t *testing.T, ctx context.Context, name string, mt fabric.MachineType) []string {
 	t.Helper()
-	in, err := shipped.Inputs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	nets := gibRDMANetworks()
-	if err := cp.AttachNetworksOf(ctx, networkv1.RDMA, nets); err != nil {
-		t.Fatal(err)
-	}
-	if err := cp.MarkNetworksReady(ctx, nets); err != nil {
-		t.Fatal(err)
-	}
-	pool := harness.Pool{Name: name, InstanceType: mt.Name, Accelerator: mt.Accelerator, Nodes: 2, KubeletVersion: "v1.33.5-gke.1200000"}
-	nodes, err := cp.Nodes.AddPool(ctx, pool)
-	t.Cleanup(func() {
-		ctx := context.Background()
-		for _, n := range nodes {
-			pod := fabric.GIB.InstallerDaemonSet + "-" + n
-			if err := cp.Kube.CoreV1().Pods("kube-system").Delete(ctx, pod, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				t.Errorf("deleting installer pod %s: %v", pod, err)
-			}
-		}
-		if err := cp.Nodes.RemovePool(ctx, pool.Name); err != nil {
-			t.Errorf("removing pool %s: %v", pool.Name, err)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range nodes {
-		if err := cp.SetNodeNICs(ctx, n, harness.RDMANICs("", nets)); err != nil {
-			t.Fatal(err)
-		}
-		if err := cp.SetInstallerPodOf(ctx, fabric.GIB.InstallerDaemonSet, n, in.BOM.Images.GIBInstaller.Reference); err != nil {
-			t.Fatal(err)
-		}
-	}
+	nodes := addClusterPool(t, ctx, harness.Pool{Name: name, InstanceType: mt.Name, Accelerator: mt.Accelerator, Nodes: 2})
+	provisionGIB(t, ctx, gibRDMANetworks, nil, nodes, func(string) []harness.HostNIC { return harness.RDMANICs("", gibRDMANetworks) })
 	return nodes
 }
 
@@ -126,21 +78,7 @@ func gibPassingLog(t *testing.T) string {
 func gibPlan(t *testing.T) harness.Plan {
 	t.Helper()
 	log := gibPassingLog(t)
-	return harness.Plan{
-		RunFor: 5 * time.Second,
-		Outcome: func(p *corev1.Pod) harness.Outcome {
-			if p.Labels[jobsetv1alpha2.ReplicatedJobNameKey] == "launcher" {
-				return harness.Succeed
-			}
-			return harness.KeepRunning
-		},
-		Log: func(p *corev1.Pod, container string) string {
-			if p.Labels[jobsetv1alpha2.ReplicatedJobNameKey] == "launcher" {
-				return log
-			}
-			return ""
-		},
-	}
+	return launcherPlan(func(*corev1.Pod) string { return log })
 }
 
 // TestValidateGIB runs `validate --fabric gib` live against the control
