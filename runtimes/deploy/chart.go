@@ -356,7 +356,7 @@ func quotedList(ss []string) string {
 
 // notes is templates/NOTES.txt, printed after an install.
 func (f Fabric) notes(in *runtimes.Inputs) string {
-	if !f.PerMachineType {
+	if !f.PerMachineType() {
 		rt := f.Runtimes()[0]
 		return fmt.Sprintf(`Installed ClusterTrainingRuntime %s and the node components (kube-system){{ if .Values.%s.%s }}, and the benchmark TrainingRuntime %s in namespace {{ .Release.Namespace }}{{ end }}.
 A TrainJob runs on the fabric when its spec.runtimeRef names %s; check one before you submit it with:
@@ -424,7 +424,7 @@ func (f Fabric) valuesFile(in *runtimes.Inputs, header string) ([]byte, error) {
 #     - {interfaceName: %s, network: "<network>"}
 %s: []
 `, f.ValuesKey(), nics[0], f.ValuesKey())
-	if f.PerMachineType {
+	if f.PerMachineType() {
 		fmt.Fprintf(&b, "\n# %s\n%s:\n", wrap("The machine types to ship a runtime for, "+f.Registry.RuntimeFor("<machine type>")+
 			" each: the env differs per machine type, so each has its own runtime, which selects only that machine type's nodes. Default: every one."),
 			valuesMachineTypes)
@@ -446,7 +446,7 @@ func (f Fabric) valuesFile(in *runtimes.Inputs, header string) ([]byte, error) {
 `, valuesNodeSelector)
 	}
 	pods := "runtime's"
-	if f.PerMachineType {
+	if f.PerMachineType() {
 		pods = "runtimes'"
 	}
 	fmt.Fprintf(&b, `

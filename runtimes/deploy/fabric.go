@@ -114,9 +114,6 @@ type Fabric struct {
 	// Layout is the fabric's NIC wiring: the NICs a mapping binds, the
 	// values key of the mapping, the machine types.
 	Layout interfaces.Layout
-	// PerMachineType is set for a fabric that ships one runtime per machine
-	// type (Registry.RuntimeFor), selected by the machineTypes value.
-	PerMachineType bool
 	// Description is the chart's description.
 	Description string
 	// Benchmark names the benchmark TrainingRuntime, the file name of its
@@ -169,17 +166,12 @@ type Fabric struct {
 func (f Fabric) Name() string { return f.Registry.Name }
 
 // Runtimes names the runtimes of the fabric, one per machine type in
-// registry order for a fabric with PerMachineType.
-func (f Fabric) Runtimes() []string {
-	if !f.PerMachineType {
-		return []string{f.Registry.Runtime}
-	}
-	var out []string
-	for _, mt := range f.Registry.MachineTypeNames() {
-		out = append(out, f.Registry.RuntimeFor(mt))
-	}
-	return out
-}
+// registry order for a fabric with a runtime per machine type.
+func (f Fabric) Runtimes() []string { return f.Registry.ShippedRuntimes() }
+
+// PerMachineType says the fabric ships a runtime per machine type
+// (the registry's RuntimePerMachineType).
+func (f Fabric) PerMachineType() bool { return f.Registry.RuntimePerMachineType }
 
 // NICs are the interfaces every mapping binds, in NIC order.
 func (f Fabric) NICs() []string { return f.Layout.GPUInterfaces() }

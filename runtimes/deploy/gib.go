@@ -14,9 +14,8 @@ import (
 // torch-distributed-rdma runtime per machine type and the
 // nccl-rdma-installer DaemonSet.
 var gib = Fabric{
-	Registry:       fabric.GIB,
-	Layout:         interfaces.RDMA,
-	PerMachineType: true,
+	Registry: fabric.GIB,
+	Layout:   interfaces.RDMA,
 	Description: "GPUDirect-RDMA with NCCL/gIB on GKE A3 Ultra and A4: the Kubeflow Trainer runtimes " + fabric.GIB.RuntimeFor("<machine type>") +
 		", one per machine type, with the fabric's wiring, and the NCCL/gIB installer DaemonSet " + fabric.GIB.InstallerDaemonSet + ", pinned from one installer release",
 	NodeContainer: runtimes.NodeContainer,

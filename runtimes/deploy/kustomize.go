@@ -91,7 +91,7 @@ func Kustomize(in *runtimes.Inputs, f Fabric, c Cluster, example bool) (map[stri
 				interfaces.DefaultInterface, interfaces.DefaultNetwork, f.nicOrder())))
 	}
 	flags := "Node selector, tolerations and worker image: render kustomize takes the\n# flags of render runtime."
-	if f.PerMachineType {
+	if f.PerMachineType() {
 		flags = "Node selector, tolerations and worker image: render kustomize takes the\n# flags of render runtime; --machine-type the machine types to ship a runtime for."
 	}
 	fmt.Fprintf(&b, `%s#

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tcpxogen/tcpxogen/bom"
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
 	"github.com/tcpxogen/tcpxogen/runtimes"
 	"github.com/tcpxogen/tcpxogen/runtimes/interfaces"
 )
@@ -111,6 +112,7 @@ func (f Fabric) Schema(in *runtimes.Inputs) obj {
 		valuesNodeSelector: obj{
 			"description":          selector,
 			"type":                 "object",
+			"properties":           f.aimTerms(),
 			"additionalProperties": obj{"type": "string"},
 		},
 		valuesTolerations: obj{"type": "array", "items": toleration},
@@ -121,7 +123,7 @@ func (f Fabric) Schema(in *runtimes.Inputs) obj {
 			valuesEnabled: obj{"type": "boolean"},
 		})
 	}
-	if f.PerMachineType {
+	if f.PerMachineType() {
 		var mts []any
 		for _, mt := range f.Registry.MachineTypeNames() {
 			mts = append(mts, mt)
@@ -146,6 +148,23 @@ func (f Fabric) Schema(in *runtimes.Inputs) obj {
 }
 
 // schemaFile is values.schema.json.
+// aimTerms hold the node selector's machine-type and accelerator terms to
+// the fabric's machine types, as render runtime does (runtimes' checkAim):
+// a selector term may narrow the pool but never aim the runtime at
+// machines without the fabric's NICs (A3 Ultra's accelerator for TCPXO,
+// A3 Mega's for gIB), where NCCL would fall back to TCP.
+func (f Fabric) aimTerms() obj {
+	var mts, accels []any
+	for _, m := range f.Registry.MachineTypes {
+		mts, accels = append(mts, m.Name), append(accels, m.Accelerator)
+	}
+	aim := fmt.Sprintf("; a value of another machine type would aim the runtime at machines without %s's NICs", f.Registry.Title)
+	return obj{
+		fabric.InstanceTypeLabel: obj{"description": "The machine type, one the fabric serves" + aim, "enum": mts},
+		fabric.AcceleratorLabel:  obj{"description": "The accelerator, one of the fabric's machine types'" + aim, "enum": accels},
+	}
+}
+
 func (f Fabric) schemaFile(in *runtimes.Inputs) ([]byte, error) {
 	data, err := json.MarshalIndent(f.Schema(in), "", "  ")
 	if err != nil {

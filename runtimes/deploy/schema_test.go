@@ -105,6 +105,14 @@ func TestSchemaRefusesWhatTheLayoutRefuses(t *testing.T) {
 		{"tcpxo", "eth1 for gIB's gVNIC", with(tcpxoPairs[1:], "eth9=vpc9"), nil, false, "/tcpxoInterfaces"},
 		{"tcpxo", "a machine type", with(tcpxoPairs), map[string]any{"machineTypes": []any{"a3-megagpu-8g"}}, false, "machineTypes"},
 		{"tcpxo", "no image", with(tcpxoPairs), map[string]any{"workerImage": ""}, false, "/workerImage"},
+		// A node selector narrows the pool but never aims the runtime at
+		// another fabric's or an unserved machine type (render runtime
+		// refuses the same terms).
+		{"tcpxo", "a pool label", with(tcpxoPairs), map[string]any{"nodeSelector": map[string]any{"cloud.google.com/gke-nodepool": "a3mega", "cloud.google.com/gke-accelerator": "nvidia-h100-mega-80gb"}}, true, ""},
+		{"tcpxo", "A3 Ultra's accelerator", with(tcpxoPairs), map[string]any{"nodeSelector": map[string]any{"cloud.google.com/gke-accelerator": "nvidia-h200-141gb"}}, false, "/nodeSelector/cloud.google.com~1gke-accelerator"},
+		{"tcpxo", "A3 High", with(tcpxoPairs), map[string]any{"nodeSelector": map[string]any{"node.kubernetes.io/instance-type": "a3-highgpu-8g"}}, false, "/nodeSelector/node.kubernetes.io~1instance-type"},
+		{"gib", "A3 Mega's accelerator", with(gibPairs), map[string]any{"nodeSelector": map[string]any{"cloud.google.com/gke-accelerator": "nvidia-h100-mega-80gb"}}, false, "/nodeSelector/cloud.google.com~1gke-accelerator"},
+		{"gib", "A4's machine type", with(gibPairs), map[string]any{"nodeSelector": map[string]any{"node.kubernetes.io/instance-type": "a4-highgpu-8g"}}, true, ""},
 	} {
 		t.Run(tc.fabric+"/"+tc.name, func(t *testing.T) {
 			f, err := Lookup(tc.fabric)
@@ -150,8 +158,8 @@ func TestEveryRegistryFabricHasAnEntry(t *testing.T) {
 		if !slices.Equal(f.Layout.MachineTypes(), reg.MachineTypeNames()) {
 			t.Errorf("%s: the Layout's machine types %v are not the registry's %v", reg.Name, f.Layout.MachineTypes(), reg.MachineTypeNames())
 		}
-		if f.PerMachineType != (len(reg.MachineTypes) > 1) {
-			t.Errorf("%s: PerMachineType %v for %d machine types", reg.Name, f.PerMachineType, len(reg.MachineTypes))
+		if f.PerMachineType() != (len(reg.MachineTypes) > 1) {
+			t.Errorf("%s: PerMachineType %v for %d machine types", reg.Name, f.PerMachineType(), len(reg.MachineTypes))
 		}
 	}
 	if len(entries) != len(fabric.Fabrics()) {

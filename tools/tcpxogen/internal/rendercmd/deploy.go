@@ -73,7 +73,7 @@ func renderKustomize(_ context.Context, args []string, s cli.Streams) error {
 		return err
 	}
 	if len(*machineTypes) > 0 {
-		if !f.PerMachineType {
+		if !f.PerMachineType() {
 			return cli.BadInput("--machine-type is for a fabric with a runtime per machine type (--fabric %s); the %s runtime serves %s only", fabric.GIB.Name, f.Name(), strings.Join(f.Registry.MachineTypeNames(), ", "))
 		}
 		if _, err := f.MachineTypes(*machineTypes); err != nil {
