@@ -108,11 +108,30 @@ func TestValidateGIB(t *testing.T) {
 		ns := namespace(t, ctx, "validate-gib")
 		cp.Nodes.SetPlan(ns, gibPlan(t))
 		applyRBAC(t, ctx, renderRBAC(t, "--for", "validate", "--namespace", ns))
+		keys := filepath.Join(repoRoot, "internal", "evidence", "testdata")
+		results := t.TempDir()
 		code, out, errs := runValidate(t, ctx, "--fabric", "gib", "--recipe", gibRecipeFile(t, "h200", ">= 264"), "--namespace", ns, "--timeout", "90s",
-			"--kubeconfig", asServiceAccount(t, ctx, ns))
+			"--kubeconfig", asServiceAccount(t, ctx, ns), "--out", results, "--sign-key", filepath.Join(keys, "ed25519.pem"))
 		t.Logf("stdout:\n%s\nstderr:\n%s", out, errs)
 		if code != 0 {
 			t.Fatalf("validate --fabric gib failed a healthy run under its role (exit %d)", code)
+		}
+		// The run is signed as a TCPXO one is: tcpxogen verify (sigstore-go's
+		// verifier, the public key alone) accepts the bundle over the
+		// report, chart and log, and prints the fabric and its pins from the
+		// signed predicate.
+		args := []string{"verify", "--key", filepath.Join(keys, "ed25519.pub.pem"), filepath.Join(results, "evidence.sigstore.json")}
+		for _, f := range []string{"nccl-report.ctrf.json", "nccl-busbw.svg", "nccl-launcher.log"} {
+			args = append(args, "--report", filepath.Join(results, f))
+		}
+		vcode, vout, verrs := runOffline(t, args...)
+		if vcode != 0 {
+			t.Fatalf("tcpxogen verify refused validate --fabric gib's bundle: exit %d\n%s%s", vcode, vout, verrs)
+		}
+		for _, want := range []string{"verify: OK", "fabric     gib; runtime source shipped", "installer  " + pinnedGIBInstaller(t), "daemon     none"} {
+			if !strings.Contains(vout, want) {
+				t.Errorf("verify does not say %q:\n%s", want, vout)
+			}
 		}
 		for _, want := range []string{
 			"fabric gib on a3-ultragpu-8g",

@@ -47,9 +47,6 @@ const PredicateType = "https://tcpxogen.dev/nccl-bandwidth/v1"
 // BundleFile is the bundle's conventional file name, next to the report.
 const BundleFile = "evidence.sigstore.json"
 
-// Fabric is the only fabric the predicate describes.
-const Fabric = "tcpxo"
-
 // NoSigningTime says what the bundle cannot prove; commands print it.
 const NoSigningTime = "the bundle carries no signing-time proof (no timestamp, no transparency-log entry): it shows who signed and what, not when"
 
@@ -84,8 +81,12 @@ type Predicate struct {
 	// RuntimeSource is the provenance class ("shipped", "validator",
 	// "user") or "unknown".
 	RuntimeSource string `json:"runtimeSource"`
-	Fabric        string `json:"fabric"`
-	// InstallerImage and DaemonImage are the BOM's pinned pair.
+	// Fabric is the fabric the run was judged for: the --fabric value
+	// (tcpxo, gib).
+	Fabric string `json:"fabric"`
+	// InstallerImage and DaemonImage are the fabric's pinned images: for
+	// tcpxo the installer and its published tcpxo-daemon, for gib the
+	// NCCL/gIB installer and no daemon ("": gIB has none).
 	InstallerImage string `json:"installerImage"`
 	DaemonImage    string `json:"daemonImage"`
 	ToolVersion    string `json:"toolVersion"`

@@ -52,7 +52,7 @@ var (
 		Verdict: "pass", BusBWGBps: 312.5, SizeBytes: 8 << 30, FloorGBps: 300, ThresholdGBps: 270,
 		NCCL:   Versions{Observed: []string{"2.28.7"}, Pinned: "2.28.7"},
 		Plugin: Versions{Observed: []string{"v1.0.15"}, Pinned: "v1.0.15"},
-		Nodes:  2, Ranks: 16, RuntimeSource: "unknown", Fabric: Fabric,
+		Nodes:  2, Ranks: 16, RuntimeSource: "unknown", Fabric: "tcpxo",
 		InstallerImage: "installer@sha256:aa", DaemonImage: "daemon@sha256:bb", ToolVersion: "test",
 	}
 )

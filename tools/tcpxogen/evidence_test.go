@@ -75,6 +75,28 @@ func TestSignAndVerify(t *testing.T) {
 	}
 }
 
+// A gIB run is signed as a TCPXO one is, its predicate naming its fabric
+// and its pinned images: the NCCL/gIB installer, and no daemon (gIB has
+// none). verify prints them from the signed predicate.
+func TestSignAndVerifyGIB(t *testing.T) {
+	out := t.TempDir()
+	log := filepath.Join(repoRoot(t), "validators", "performance", "busbw", "testdata", "gib", "a3ultra-2node-gib.log")
+	code, stdout, stderr := run(t, "nccl-report", "--fabric", "gib", "--floor", ">= 300", "--log", log, "--out", out, "--sign-key", evidenceKey(t, "ed25519.pem"))
+	if code != cli.ExitOK || !strings.Contains(stdout, "evidence   "+filepath.Join(out, "evidence.sigstore.json")) {
+		t.Fatalf("nccl-report --fabric gib --sign-key: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	args := append([]string{"verify", "--key", evidenceKey(t, "ed25519.pub.pem"), filepath.Join(out, "evidence.sigstore.json")}, files(out)...)
+	code, stdout, stderr = run(t, args...)
+	if code != cli.ExitOK {
+		t.Fatalf("verify exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"verify: OK", "verdict    pass", "fabric     gib", "installer  us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:", "daemon     none (the fabric has no daemon)"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("verify's stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
 // TestEvidenceNamesNoHost: the log names its hosts (and the report may);
 // the signed statement must not.
 func TestEvidenceNamesNoHost(t *testing.T) {

@@ -110,7 +110,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Out, "out", ".", "directory for the report, the chart and the launcher log")
 	fs.StringVar(&o.Root, "root", "", "repository root holding bom/ (default: found upwards from the working directory)")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "print the plan and stop; only reads the cluster (with --fabric gib it also prints the derived benchmark TrainingRuntime and TrainJob)")
-	fs.StringVar(&o.Fabric, "fabric", fabric.Default, "the fabric the recipe is for: tcpxo, or gib (GPUDirect-RDMA with NCCL/gIB on A3 Ultra or A4, a recipe with fabric: gib, whose criteria.accelerator names the machine type; its benchmark is all_gather_perf or all_reduce_perf, as the recipe's floor names, from the pinned diagnostic image, and --sign-key is TCPXO's only)")
+	fs.StringVar(&o.Fabric, "fabric", fabric.Default, "the fabric the recipe is for: tcpxo, or gib (GPUDirect-RDMA with NCCL/gIB on A3 Ultra or A4, a recipe with fabric: gib, whose criteria.accelerator names the machine type; its benchmark is all_gather_perf or all_reduce_perf, as the recipe's floor names, from the pinned diagnostic image)")
 	fs.StringVar(&o.SignKey, "sign-key", "", "`FILE`: an unencrypted ECDSA P-256 or Ed25519 private key (PEM, as openssl genpkey writes it), read before anything else (also with --dry-run); also write "+evidence.BundleFile+", a Sigstore bundle signing the report, chart and log with the images the benchmark ran (by digest) and the deployed runtime's digest, which `tcpxogen verify` checks with the public key alone")
 	fs.BoolVar(&o.AllowMutableTags, "allow-mutable-tags", false, "with --sign-key, sign even when a benchmark container ran an image known only by a mutable tag (no sha256 digest in its imageID); the evidence records it (mutableTagsAllowed, tagOnlyImages). Without it such a run writes its report but no bundle, and exits 1")
 }
@@ -188,11 +188,6 @@ func prepare(o Options, f fabric.Fabric) (*validation, error) {
 	// The key is read first: an unusable key is bad input, reported
 	// before the cluster is contacted.
 	var key *evidence.PrivateKey
-	if f.Name != fabric.TCPXO.Name && (o.SignKey != "" || o.AllowMutableTags) {
-		// The evidence predicate describes TCPXO runs only
-		// (evidence.Fabric): a gIB bundle would claim a fabric it is not.
-		return nil, badInput("--sign-key and --allow-mutable-tags sign TCPXO runs only: the evidence predicate (%s) describes the tcpxo fabric, so a signed --fabric %s run would claim a fabric it did not run on; drop them (the run still writes its report, chart and launcher log)", evidence.PredicateType, f.Name)
-	}
 	if o.SignKey != "" {
 		k, err := evidence.LoadPrivateKey("--sign-key", o.SignKey)
 		if err != nil {

@@ -125,7 +125,8 @@ func TestFabricBadUsage(t *testing.T) {
 		"tcpxo, all_gather":   {[]string{"--log", gibLog("a4-2node-all-gather.log")}, "it is all_gather_perf (identified from the '# Collective test starting' line), not all_reduce_perf"},
 		"gib, plugin version": {[]string{"--fabric", "gib", "--floor", "300", "--plugin-version", "v1.1.2", "--log", healthy},
 			"--plugin-version applies to --fabric tcpxo only"},
-		"gib, sign key": {[]string{"--fabric", "gib", "--floor", "300", "--sign-key", key, "--log", healthy}, "--sign-key applies to --fabric tcpxo only"},
+		// The key is read before the log is judged, for gIB as for TCPXO.
+		"gib, unusable sign key": {[]string{"--fabric", "gib", "--floor", "300", "--sign-key", key, "--log", healthy}, "--sign-key " + key + ": unusable input: not a PEM key"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()

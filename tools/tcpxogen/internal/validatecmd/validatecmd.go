@@ -22,8 +22,8 @@ func commands(connect validate.ConnectFunc) cli.Commands {
 		Summary: "validate NCCL bus bandwidth on a live cluster as a recipe declares it (--dry-run prints the plan only)",
 		Run: func(ctx context.Context, args []string, s cli.Streams) error {
 			fs := cli.NewFlags("validate", "validate --recipe FILE [--benchmark-image REF] [--kubeconfig F] [--context C] [--namespace NS] [--nodes N] [--trainer-manifests FILE] [--timeout D] [--out DIR] [--sign-key FILE [--allow-mutable-tags]] [--dry-run]\n"+
-				"       validate --fabric gib --recipe FILE --dry-run [--benchmark-image REF] [--namespace NS] [--nodes N]\n\n"+
-				"--fabric gib (a recipe with fabric: gib) reads no cluster: it renders the gIB runtime of the recipe's machine type for its rdmaInterfaces, derives the benchmark on the collective its floor names and prints the plan and both objects; a live gIB run is not supported yet.\n\nRBAC: "+validate.RBACHint+"; SIGINT or SIGTERM stops the run and deletes what it created, a second signal exits at once and prints what is left and how to remove it", s)
+				"       validate --fabric gib --recipe FILE [same flags]\n\n"+
+				"--fabric gib (a recipe with fabric: gib) validates the recipe's A3 Ultra or A4 pool the same way: the pool of its machine type, check cluster's gIB checks, the deployed torch-distributed-rdma-<machine type> against the recipe's render, the benchmark derived from it on the collective its floor names (from the pinned diagnostic image), judged by gIB's rules; --dry-run also prints the derived benchmark and TrainJob.\n\nRBAC: "+validate.RBACHint+"; SIGINT or SIGTERM stops the run and deletes what it created, a second signal exits at once and prints what is left and how to remove it", s)
 			var o validate.Options
 			o.AddFlags(fs)
 			if err := cli.Parse(fs, args); err != nil {

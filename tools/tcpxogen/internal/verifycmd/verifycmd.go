@@ -111,7 +111,11 @@ func summarize(w io.Writer, bundlePath, keyPath string, pub *evidence.PublicKey,
 	fmt.Fprintf(w, "  plugin     %s (pinned %s)\n", orNone(p.Plugin.Observed), p.Plugin.Pinned)
 	fmt.Fprintf(w, "  fabric     %s; runtime source %s\n", p.Fabric, p.RuntimeSource)
 	fmt.Fprintf(w, "  installer  %s\n", p.InstallerImage)
-	fmt.Fprintf(w, "  daemon     %s\n", p.DaemonImage)
+	daemon := p.DaemonImage
+	if daemon == "" {
+		daemon = "none (the fabric has no daemon)"
+	}
+	fmt.Fprintf(w, "  daemon     %s\n", daemon)
 	fmt.Fprintf(w, "  tool       tcpxogen %s\n", p.ToolVersion)
 	for _, f := range files {
 		state := "matches its subject"
