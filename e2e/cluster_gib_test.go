@@ -601,6 +601,9 @@ func TestDiscoverAndCheckClusterGIBUnderTheirRoles(t *testing.T) {
 	ctx := context.Background()
 	start := time.Now()
 	const mt = "a3-ultragpu-8g"
+	// A DRANET DeviceClass whose driver publishes nothing on the pool:
+	// both DRANET reads are made, and the pool still passes.
+	dranetDeviceClass(t, ctx, "mrdma.roles.example.com")
 	keepGIBRuntime(t, ctx, mt)
 	pool := gibPoolOf(t, "cc-roles", mt)
 	nodes := addClusterPool(t, ctx, pool)

@@ -278,6 +278,9 @@ func TestDiscoverAndCheckClusterUnderTheirRoles(t *testing.T) {
 	ctx := context.Background()
 	installShippedRuntime(t, ctx)
 	submitShippedTrainJobs(t, ctx, "check-cluster-role")
+	// A DRANET DeviceClass whose driver publishes nothing on the pool:
+	// both DRANET reads are made, and the pool still passes.
+	dranetDeviceClass(t, ctx, "mrdma.roles.example.com")
 	vpcs := []string{"vpc1", "vpc2", "vpc3", "vpc4", "vpc5", "vpc6", "vpc7", "vpc8"}
 	provision(t, ctx, vpcs, func(string) []harness.HostNIC { return harness.A3MegaNICs(vpcs) })
 	t.Cleanup(func() {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	resourcev1 "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -39,17 +40,8 @@ func TestDRANETByItsDriversDevices(t *testing.T) {
 		t.Fatalf("discover on the pool before DRANET: exit %d, %q\n%s", code, out, errs)
 	}
 
+	dranetDeviceClass(t, ctx, driver)
 	resource := cp.Kube.ResourceV1()
-	class := &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: fabric.DRANETDeviceClass}, Spec: resourcev1.DeviceClassSpec{
-		Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{Expression: `device.driver == "` + driver + `"`}}}}}
-	if _, err := resource.DeviceClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := resource.DeviceClasses().Delete(context.Background(), class.Name, metav1.DeleteOptions{}); err != nil {
-			t.Errorf("deleting DeviceClass %s: %v", class.Name, err)
-		}
-	})
 	slice := &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: nodes[1] + "-mrdma"}, Spec: resourcev1.ResourceSliceSpec{
 		Driver: driver, NodeName: ptr.To(nodes[1]), Pool: resourcev1.ResourcePool{Name: nodes[1], Generation: 1, ResourceSliceCount: 1},
 		Devices: []resourcev1.Device{{Name: "mrdma0"}, {Name: "mrdma1"}}}}
@@ -77,4 +69,23 @@ func TestDRANETByItsDriversDevices(t *testing.T) {
 			}
 		}
 	}
+}
+
+// dranetDeviceClass creates managed DRANET's DeviceClass (mrdma.google.com)
+// selecting driver, as GKE does on a cluster with DRANET, and deletes it
+// when t ends. With it, discover, check cluster and validate read the
+// driver's ResourceSlices, so the role tests see both DRANET reads made.
+func dranetDeviceClass(t *testing.T, ctx context.Context, driver string) {
+	t.Helper()
+	classes := cp.Kube.ResourceV1().DeviceClasses()
+	class := &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: fabric.DRANETDeviceClass}, Spec: resourcev1.DeviceClassSpec{
+		Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{Expression: `device.driver == "` + driver + `"`}}}}}
+	if _, err := classes.Create(ctx, class, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := classes.Delete(context.Background(), class.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting DeviceClass %s: %v", class.Name, err)
+		}
+	})
 }

@@ -120,6 +120,9 @@ func asServiceAccount(t *testing.T, ctx context.Context, ns string) string {
 func TestValidateUnderItsRole(t *testing.T) {
 	ctx := context.Background()
 	installShippedRuntime(t, ctx)
+	// A DRANET DeviceClass whose driver publishes nothing on the pool:
+	// both DRANET reads are made, and the pool still passes.
+	dranetDeviceClass(t, ctx, "mrdma.roles.example.com")
 	nets := exampleNetworks()
 	prepareCluster(t, ctx, nets)
 	recipe := exampleRecipe(t, nets)

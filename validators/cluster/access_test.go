@@ -90,6 +90,10 @@ func TestReadsAreDeclared(t *testing.T) {
 		"/api/v1/nodes": map[string]any{"kind": "NodeList", "apiVersion": "v1", "items": labelled(pool(t, 1, a3Mega(vpcs(8))), "a3-megagpu-8g", "")},
 		"/api/v1/namespaces/" + names.ComponentsNamespace + "/pods":                    map[string]any{"kind": "PodList", "apiVersion": "v1", "items": []any{}},
 		"/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes/" + names.Runtime: rt,
+		// Managed DRANET's DeviceClass naming a (made-up) driver: its
+		// ResourceSlices are read too.
+		"/apis/resource.k8s.io/v1/deviceclasses/" + DRANETDeviceClass: dranetClass(`device.driver == "mrdma.example.com"`),
+		"/apis/resource.k8s.io/v1/resourceslices":                     map[string]any{"kind": "ResourceSliceList", "apiVersion": "resource.k8s.io/v1", "items": []any{}},
 		"/apis/trainer.kubeflow.org/v1alpha1/trainjobs": map[string]any{"kind": "TrainJobList", "apiVersion": trainer.GroupVersion.String(), "metadata": map[string]any{}, "items": []trainer.TrainJob{
 			job("team-a", "train", trainer.RuntimeRef{Name: names.Runtime}),
 			job("bench", "nccl", trainer.RuntimeRef{Name: names.Benchmark, Kind: ptr.To(trainer.TrainingRuntimeKind)}),

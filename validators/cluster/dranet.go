@@ -16,6 +16,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/utils/ptr"
 
 	"github.com/tcpxogen/tcpxogen/internal/fabric"
 )
@@ -29,44 +31,35 @@ type DRANETSlices map[string]string
 // cluster itself says, not by a driver name tcpxogen would have to assume
 // (Google publishes the DeviceClass, mrdma.google.com, but not its
 // driver's name): the drivers DRANETDeviceClass's CEL selectors name
-// (device.driver == "…", read with CEL's own parser), then the
-// ResourceSlices of those drivers on the target nodes. Both reads are made
-// on every run, so its permissions are exercised whatever the cluster
-// holds; a cluster that serves no resource.k8s.io/v1 (DRA is GA from
-// Kubernetes 1.34) has neither, which reads as none.
+// (device.driver == "…", read with CEL's own parser), then, for each, its
+// ResourceSlices (by the spec.driver field selector the API server serves)
+// on the target nodes. A cluster without that DeviceClass has no DRANET
+// driver to look for, and one that serves no resource.k8s.io/v1 (DRA is GA
+// from Kubernetes 1.34) neither: both read as none.
 func ReadDRANET(ctx context.Context, c *Clients, nodes []corev1.Node) (DRANETSlices, error) {
-	var drivers []string
 	dc, err := c.Kube.ResourceV1().DeviceClasses().Get(ctx, DRANETDeviceClass, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
-	case err != nil:
-		return nil, c.Guard.Explain(fmt.Errorf("reading DeviceClass %s (managed DRANET's) on %s: %w", DRANETDeviceClass, c.Host, err))
-	default:
-		drivers = selectedDrivers(dc)
-	}
-	slicesList, err := c.Kube.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
 	switch {
 	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
 		return nil, nil
 	case err != nil:
-		return nil, c.Guard.Explain(fmt.Errorf("listing the ResourceSlices on %s (to find managed DRANET's devices): %w", c.Host, err))
+		return nil, c.Guard.Explain(fmt.Errorf("reading DeviceClass %s (managed DRANET's) on %s: %w", DRANETDeviceClass, c.Host, err))
 	}
 	out := DRANETSlices{}
-	for _, s := range slicesList.Items {
-		name := ptrString(s.Spec.NodeName)
-		if name == "" || !slices.Contains(drivers, s.Spec.Driver) || !slices.ContainsFunc(nodes, func(n corev1.Node) bool { return n.Name == name }) {
-			continue
+	for _, driver := range selectedDrivers(dc) {
+		list, err := c.Kube.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.driver", driver).String()})
+		if err != nil {
+			return nil, c.Guard.Explain(fmt.Errorf("listing driver %s's ResourceSlices on %s (managed DRANET's devices): %w", driver, c.Host, err))
 		}
-		out[name] = s.Spec.Driver
+		for _, s := range list.Items {
+			name := ptr.Deref(s.Spec.NodeName, "")
+			// The driver is compared too: a client that ignores the field
+			// selector must not turn another driver's devices into DRANET's.
+			if s.Spec.Driver == driver && name != "" && slices.ContainsFunc(nodes, func(n corev1.Node) bool { return n.Name == name }) {
+				out[name] = driver
+			}
+		}
 	}
 	return out, nil
-}
-
-func ptrString(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
 }
 
 // selectedDrivers are the drivers a DeviceClass's CEL selectors compare

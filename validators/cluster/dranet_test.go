@@ -22,7 +22,7 @@ import (
 // code reads the driver from the DeviceClass, never assumes one (Google
 // publishes the DeviceClass's name, mrdma.google.com, not its driver's).
 func dranetClass(exprs ...string) *resourcev1.DeviceClass {
-	dc := &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: DRANETDeviceClass}}
+	dc := &resourcev1.DeviceClass{TypeMeta: metav1.TypeMeta{APIVersion: resourcev1.SchemeGroupVersion.String(), Kind: "DeviceClass"}, ObjectMeta: metav1.ObjectMeta{Name: DRANETDeviceClass}}
 	for _, e := range exprs {
 		dc.Spec.Selectors = append(dc.Spec.Selectors, resourcev1.DeviceSelector{CEL: &resourcev1.CELDeviceSelector{Expression: e}})
 	}
