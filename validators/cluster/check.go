@@ -368,7 +368,7 @@ func checkDaemon(st State, want Expect) []Finding {
 // an addition is a warning. Not deployed is a warning: nothing runs on it.
 func checkRuntime(st State, want Expect, m interfaces.Mapping) []Finding {
 	f := want.fabric()
-	name := f.RuntimeFor(want.Machine.Name)
+	name := f.ShippedRuntime(want.Machine.Name)
 	finding := func(l Level, format string, a ...any) []Finding {
 		return []Finding{{Level: l, Check: "runtime", Message: fmt.Sprintf(format, a...)}}
 	}
