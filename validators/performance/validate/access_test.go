@@ -6,6 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	resourcev1 "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tcpxogen/tcpxogen/internal/fabric"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8stesting "k8s.io/client-go/testing"
@@ -95,6 +100,13 @@ func TestEveryRequestIsDeclared(t *testing.T) {
 	// networks; the install row applies its runtime (TestGIBLiveRunPasses
 	// holds the live run's requests).
 	gibDry := gibCluster(t, a4, nil)
+	// Managed DRANET's DeviceClass naming a (made-up) driver that publishes
+	// nothing on the pool: its ResourceSlices are read too.
+	dc := &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: fabric.DRANETDeviceClass}, Spec: resourcev1.DeviceClassSpec{
+		Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{Expression: `device.driver == "mrdma.example.com"`}}}}}
+	if err := gibDry.kube.Tracker().Add(dc); err != nil {
+		t.Fatal(err)
+	}
 	if code, stdout, stderr := validate(t, gibDry.connect, "--fabric", "gib", "--recipe", recipePath(gibRecipe), "--dry-run"); code != exitOK {
 		t.Fatalf("gIB dry run: exit %d\n%s\n%s", code, stdout, stderr)
 	}
