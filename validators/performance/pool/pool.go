@@ -196,7 +196,7 @@ func CheckNodes(nodes []corev1.Node, want Pool) error {
 	var gpuNodes []*corev1.Node
 	for i := range nodes {
 		n := &nodes[i]
-		if _, labelled := n.Labels[LabelAccelerator]; labelled || allocatableGPUs(n) > 0 {
+		if IsGPUNode(n) {
 			gpuNodes = append(gpuNodes, n)
 		}
 	}
@@ -222,6 +222,14 @@ func CheckNodes(nodes []corev1.Node, want Pool) error {
 		return &MixedPoolError{GPUNodes: len(gpuNodes), Problems: problems}
 	}
 	return nil
+}
+
+// IsGPUNode tells a GPU node: one with the accelerator label or
+// allocatable nvidia.com/gpu, so a GPU node whose device plugin is down is
+// still one.
+func IsGPUNode(n *corev1.Node) bool {
+	_, labelled := n.Labels[LabelAccelerator]
+	return labelled || allocatableGPUs(n) > 0
 }
 
 func allocatableGPUs(n *corev1.Node) int64 {

@@ -170,7 +170,7 @@ func (v *validation) checkPool(ctx context.Context, cl *Clients) error {
 	sel := v.poolSelector()
 	var gpus, selected []corev1.Node
 	for _, n := range nodes.Items {
-		if !isGPUNode(&n) {
+		if !pool.IsGPUNode(&n) {
 			continue
 		}
 		gpus = append(gpus, n)
@@ -238,16 +238,6 @@ func (v *validation) gatePool(gpus, selected []corev1.Node) error {
 			v.mt.Name, v.mt.Accelerator, len(judged), mt.Name, v.runtimeName(), v.mt.Name, mt.Name, mt.GPU, v.mt.Name)
 	}
 	return nil
-}
-
-// isGPUNode is pool.CheckNodes' GPU node: the accelerator label, or
-// allocatable GPUs (a GPU node whose device plugin is down is still one).
-func isGPUNode(n *corev1.Node) bool {
-	if _, ok := n.Labels[fabric.AcceleratorLabel]; ok {
-		return true
-	}
-	q, ok := n.Status.Allocatable[pool.ResourceGPU]
-	return ok && !q.IsZero()
 }
 
 func (v *validation) checkNamespace(ctx context.Context, cl *Clients) error {
